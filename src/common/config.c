@@ -1,0 +1,388 @@
+/* config.c - mount configuration (see config.h).  One table lists every
+ * option once; the command line and the config file both go through
+ * config_set(), so they can never disagree on a key or its syntax. */
+#include "common/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum opt_kind { OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES };
+
+struct opt_def {
+	const char *name;
+	enum opt_kind kind;
+	size_t offset;
+	unsigned long max;         /* OPT_UINT / OPT_ID upper bound */
+};
+
+#define OFF(f) offsetof(struct tierfs_config, f)
+static const struct opt_def opt_defs[] = {
+	{ "endpoint", OPT_STR, OFF(endpoint), 0 },
+	{ "region", OPT_STR, OFF(region), 0 },
+	{ "profile", OPT_STR, OFF(profile), 0 },
+	{ "path-style", OPT_BOOL, OFF(path_style), 0 },
+	{ "foreground", OPT_BOOL, OFF(foreground), 0 },
+	{ "metadata-ttl", OPT_UINT, OFF(metadata_ttl_s), 365u * 86400u },
+	{ "uid", OPT_ID, OFF(uid), UINT_MAX - 1 },
+	{ "gid", OPT_ID, OFF(gid), UINT_MAX - 1 },
+	{ "file-mode", OPT_MODE, OFF(file_mode), 0 },
+	{ "dir-mode", OPT_MODE, OFF(dir_mode), 0 },
+	{ "chunk-size", OPT_SIZE, OFF(chunk_size), 0 },
+	{ "ram-size", OPT_BYTES, OFF(ram_size), 0 },
+	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
+	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
+	{ "max-connections", OPT_UINT, OFF(max_connections), 1024 },
+	{ "max-threads", OPT_UINT, OFF(max_threads), 256 },
+	{ "options", OPT_STR, OFF(fuse_options), 0 },
+};
+#undef OFF
+
+#define CHUNK_MIN (64u * 1024u)
+#define CHUNK_MAX (256u * 1024u * 1024u)
+
+void config_init(struct tierfs_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->metadata_ttl_s = 60;
+	cfg->uid = getuid();
+	cfg->gid = getgid();
+	cfg->file_mode = 0444;
+	cfg->dir_mode = 0555;
+	cfg->chunk_size = 8u * 1024 * 1024;
+	cfg->ram_size = 256u * 1024 * 1024;
+	cfg->stall_timeout_s = 15;
+	cfg->max_retries = 6;
+	cfg->max_connections = 32;
+	cfg->max_threads = 16;
+}
+
+void config_release(struct tierfs_config *cfg)
+{
+	free(cfg->bucket);
+	free(cfg->prefix);
+	free(cfg->mountpoint);
+	free(cfg->endpoint);
+	free(cfg->region);
+	free(cfg->profile);
+	free(cfg->fuse_options);
+	free(cfg->config_file);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+static const struct opt_def *opt_find(const char *key)
+{
+	for (size_t i = 0; i < sizeof(opt_defs) / sizeof(opt_defs[0]); i++)
+		if (strcmp(opt_defs[i].name, key) == 0)
+			return &opt_defs[i];
+	return NULL;
+}
+
+int config_key_takes_value(const char *key)
+{
+	const struct opt_def *d = opt_find(key);
+
+	if (!d)
+		return -1;
+	return d->kind != OPT_BOOL;
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case '\0': break;
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	case 'T': shift = 40; end++; break;
+	default: return -1;
+	}
+	if (shift && (*end == 'i' || *end == 'I'))
+		end++;
+	if (shift && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	if (!s || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcmp(s, "1") ||
+	    !strcasecmp(s, "on")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcmp(s, "0") ||
+	    !strcasecmp(s, "off")) {
+		*out = false;
+		return 0;
+	}
+	return -1;
+}
+
+static int parse_ulong(const char *s, int base, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int config_set(struct tierfs_config *cfg, const char *key, const char *value,
+	       char *err, size_t errlen)
+{
+	const struct opt_def *d = opt_find(key);
+	char *field;
+	unsigned long ul;
+	uint64_t size;
+
+	if (!d) {
+		snprintf(err, errlen, "unknown option '%s'", key);
+		return -1;
+	}
+	field = (char *)cfg + d->offset;
+	switch (d->kind) {
+	case OPT_STR: {
+		char *copy;
+		if (!value || !*value) {
+			snprintf(err, errlen, "option '%s' needs a value", key);
+			return -1;
+		}
+		copy = strdup(value);
+		if (!copy) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		free(*(char **)field);
+		*(char **)field = copy;
+		return 0;
+	}
+	case OPT_BOOL:
+		if (parse_bool(value, (bool *)field) == 0)
+			return 0;
+		break;
+	case OPT_UINT:
+		if (parse_ulong(value, 10, d->max, &ul) == 0) {
+			*(unsigned *)field = (unsigned)ul;
+			return 0;
+		}
+		break;
+	case OPT_ID:
+		if (parse_ulong(value, 10, d->max, &ul) == 0) {
+			*(unsigned *)field = (unsigned)ul;   /* uid_t/gid_t are unsigned int */
+			return 0;
+		}
+		break;
+	case OPT_MODE:
+		if (parse_ulong(value, 8, 07777, &ul) == 0) {
+			*(mode_t *)field = (mode_t)ul;
+			return 0;
+		}
+		break;
+	case OPT_SIZE:
+		if (config_parse_size(value, &size) == 0 && size >= CHUNK_MIN && size <= CHUNK_MAX &&
+		    (size & (size - 1)) == 0) {
+			*(uint64_t *)field = size;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (a power of two from 64K to 256M)",
+			 value ? value : "", key);
+		return -1;
+	case OPT_BYTES:
+		if (config_parse_size(value, &size) == 0 && size >= (1u << 20)) {
+			*(uint64_t *)field = size;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (a size of at least 1M, e.g. 512M, 4G)",
+			 value ? value : "", key);
+		return -1;
+	}
+	snprintf(err, errlen, "bad value '%s' for '%s'", value ? value : "", key);
+	return -1;
+}
+
+struct ini_ctx {
+	struct tierfs_config *cfg;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+static int config_ini_line(void *user, const char *section, const char *name, const char *value)
+{
+	struct ini_ctx *c = user;
+
+	if (c->failed)
+		return 0;
+	if (section[0] && strcmp(section, "mount") != 0) {
+		snprintf(c->err, c->errlen, "unknown section [%s]", section);
+		c->failed = 1;
+		return 0;
+	}
+	if (config_set(c->cfg, name, value, c->err, c->errlen) != 0) {
+		c->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
+int config_load_file(struct tierfs_config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct ini_ctx c = { cfg, err, errlen, 0 };
+	char inner[256] = "";
+	int rc;
+
+	c.err = inner;
+	c.errlen = sizeof(inner);
+	rc = ini_parse(path, config_ini_line, &c);
+	if (rc == -1) {
+		snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (rc == -2) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		return -1;
+	}
+	if (rc > 0) {
+		snprintf(err, errlen, "%s:%d: %s", path, rc, inner[0] ? inner : "syntax error");
+		return -1;
+	}
+	return 0;
+}
+
+/* S3 bucket names: 3-63 chars of [a-z0-9.-] (plus '_' and upper case,
+ * which older buckets and other servers allow), no "..", no '/'. */
+static bool bucket_name_ok(const char *b, size_t n)
+{
+	if (n < 3 || n > 255)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)b[i];
+		if (!isalnum(ch) && ch != '.' && ch != '-' && ch != '_')
+			return false;
+	}
+	return memmem(b, n, "..", 2) == NULL;
+}
+
+int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen)
+{
+	const char *b, *slash;
+	size_t blen, plen;
+	char *bucket = NULL, *prefix = NULL;
+
+	if (strncmp(uri, "s3://", 5) != 0) {
+		snprintf(err, errlen, "source must look like s3://BUCKET[/PREFIX], got '%s'", uri);
+		return -1;
+	}
+	b = uri + 5;
+	slash = strchr(b, '/');
+	blen = slash ? (size_t)(slash - b) : strlen(b);
+	if (!bucket_name_ok(b, blen)) {
+		snprintf(err, errlen, "invalid bucket name in '%s'", uri);
+		return -1;
+	}
+	bucket = strndup(b, blen);
+	/* prefix: strip leading/trailing '/', then require safe components */
+	{
+		const char *p = slash ? slash : "";
+		while (*p == '/')
+			p++;
+		plen = strlen(p);
+		while (plen && p[plen - 1] == '/')
+			plen--;
+		prefix = malloc(plen + 2);
+		if (!bucket || !prefix)
+			goto nomem;
+		memcpy(prefix, p, plen);
+		if (plen)
+			prefix[plen++] = '/';
+		prefix[plen] = '\0';
+	}
+	for (const char *c = prefix; *c;) {
+		const char *e = strchr(c, '/');
+		size_t n = (size_t)(e - c);
+		if (n == 0 || n > 255 || (n == 1 && c[0] == '.') ||
+		    (n == 2 && c[0] == '.' && c[1] == '.')) {
+			snprintf(err, errlen, "unsafe prefix in '%s' (empty, '.' or '..' component)", uri);
+			goto fail;
+		}
+		c = e + 1;
+	}
+	free(cfg->bucket);
+	free(cfg->prefix);
+	cfg->bucket = bucket;
+	cfg->prefix = prefix;
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+fail:
+	free(bucket);
+	free(prefix);
+	return -1;
+}
+
+static void set_from_env(char **field, const char *a, const char *b)
+{
+	const char *v = getenv(a);
+
+	if (*field)
+		return;
+	if ((!v || !*v) && b)
+		v = getenv(b);
+	if (v && *v)
+		*field = strdup(v);
+}
+
+void config_apply_env(struct tierfs_config *cfg)
+{
+	set_from_env(&cfg->endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+	set_from_env(&cfg->region, "AWS_REGION", "AWS_DEFAULT_REGION");
+	if (!cfg->region)
+		cfg->region = strdup("us-east-1");
+}
+
+void config_dump(const struct tierfs_config *cfg, void *file)
+{
+	FILE *f = file;
+
+	fprintf(f, "source = s3://%s/%s\n", cfg->bucket ? cfg->bucket : "",
+		cfg->prefix ? cfg->prefix : "");
+	fprintf(f, "endpoint = %s\n", cfg->endpoint ? cfg->endpoint : "(AWS)");
+	fprintf(f, "region = %s\n", cfg->region ? cfg->region : "");
+	fprintf(f, "path-style = %s\n", cfg->path_style ? "true" : "false");
+	fprintf(f, "profile = %s\n", cfg->profile ? cfg->profile : "(default)");
+	fprintf(f, "metadata-ttl = %u\n", cfg->metadata_ttl_s);
+	fprintf(f, "uid = %u\ngid = %u\n", (unsigned)cfg->uid, (unsigned)cfg->gid);
+	fprintf(f, "file-mode = %04o\ndir-mode = %04o\n", (unsigned)cfg->file_mode,
+		(unsigned)cfg->dir_mode);
+	fprintf(f, "chunk-size = %llu\n", (unsigned long long)cfg->chunk_size);
+	fprintf(f, "ram-size = %llu\n", (unsigned long long)cfg->ram_size);
+	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
+	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,
+		cfg->max_threads);
+	fprintf(f, "options = %s\n", cfg->fuse_options ? cfg->fuse_options : "");
+}

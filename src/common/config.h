@@ -1,0 +1,76 @@
+/* config.h - the mount configuration: defaults, config file, command line.
+ *
+ * Precedence, lowest first: built-in defaults, environment (endpoint,
+ * region), the config file (--config), the command line.  The config file
+ * is INI (parsed by libinih): `key = value` lines whose keys are the long
+ * option names (endpoint, region, path-style, ...), in no section or in a
+ * [mount] section.  Unknown keys and bad values are errors that name the
+ * file and line.  Credentials are never read from this file.
+ */
+#ifndef TIERFS_CONFIG_H
+#define TIERFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tierfs_config {
+	char *bucket;              /* from s3://BUCKET[/PREFIX] */
+	char *prefix;              /* "" or "some/prefix/" (always ends in '/') */
+	char *mountpoint;          /* absolute, canonical */
+	char *endpoint;            /* NULL = AWS */
+	char *region;              /* never NULL after config_finish() */
+	char *profile;             /* NULL = AWS_PROFILE / "default" */
+	char *fuse_options;        /* extra -o options, comma-separated, or NULL */
+	char *config_file;         /* NULL = none */
+	bool path_style;
+	bool foreground;
+	int verbosity;             /* 0 warn, 1 info, 2 debug */
+	unsigned metadata_ttl_s;
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode;
+	mode_t dir_mode;
+	uint64_t chunk_size;
+	uint64_t ram_size;         /* RAM chunk tier capacity */
+	unsigned stall_timeout_s;
+	unsigned max_retries;
+	unsigned max_connections;
+	unsigned max_threads;      /* FUSE worker threads */
+};
+
+/* Fill cfg with the built-in defaults (uid/gid = the caller's). */
+void config_init(struct tierfs_config *cfg);
+
+/* Free every string in cfg (cfg itself is caller-owned). */
+void config_release(struct tierfs_config *cfg);
+
+/* Set one option by its long name (without "--") from text.  Used by both
+ * the command line and the config file.  0, or -1 with a message in err. */
+int config_set(struct tierfs_config *cfg, const char *key, const char *value,
+	       char *err, size_t errlen);
+
+/* Does option `key` take a value?  (-1: unknown key.) */
+int config_key_takes_value(const char *key);
+
+/* Load an INI file into cfg (keys as for config_set).  0, or -1 with a
+ * message naming the file and line in err. */
+int config_load_file(struct tierfs_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Parse "s3://BUCKET[/PREFIX]" into cfg->bucket / cfg->prefix.  Rejects
+ * empty or invalid bucket names and unsafe prefixes (".", "..", "//"). */
+int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen);
+
+/* Apply environment fallbacks (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
+ * AWS_REGION, AWS_DEFAULT_REGION) to unset fields. */
+void config_apply_env(struct tierfs_config *cfg);
+
+/* Parse a size such as "8M", "512K", "4G", "1048576" (binary units). */
+int config_parse_size(const char *s, uint64_t *out);
+
+/* Print every option with its value to f, one "key = value" per line
+ * (nothing secret is held here, so nothing is redacted). */
+void config_dump(const struct tierfs_config *cfg, void *file);
+
+#endif

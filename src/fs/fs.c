@@ -1,0 +1,899 @@
+/* fs.c - inode table, directory listings and the read path (see fs.h).
+ *
+ * Invariants (under fs->lock):
+ *  - every node is in both hash tables: by ino, and by (parent ino, name);
+ *  - a node other than the root lives while nlookup > 0;
+ *  - a directory's `listing` is an immutable, refcounted snapshot; a newer
+ *    fetch replaces it, readers holding the old one keep it alive;
+ *  - network I/O never happens with fs->lock held.
+ * Open files copy what they need (key, ETag, size) at open, so reads do not
+ * touch the inode table at all.
+ */
+#include "fs/fs.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "fs/keypath.h"
+#include "tiers/ram_tier.h"
+
+#define LIST_MAX_ENTRIES (4u * 1024 * 1024)  /* bound on one directory snapshot */
+
+struct dir_entry {
+	char *name;
+	char *etag;                /* files only */
+	uint64_t size;
+	int64_t mtime;
+	bool is_dir;
+};
+
+struct dir_listing {
+	atomic_uint refs;
+	uint64_t fetched_ms;
+	size_t n;
+	struct dir_entry *ents;    /* sorted by name, unique */
+};
+
+struct fs_node {
+	uint64_t ino;
+	uint64_t parent;
+	char *name;
+	char *key;                 /* file: full key; dir: key prefix ending '/' or "" */
+	bool is_dir;
+	uint64_t size;
+	int64_t mtime;
+	char etag[OBJ_ETAG_MAX];
+	char open_etag[OBJ_ETAG_MAX]; /* ETag at the last open: kernel cache validity */
+	uint64_t attr_ms;          /* when size/etag/mtime were learnt */
+	uint64_t nlookup;
+	struct dir_listing *listing;
+	struct fs_node *next_ino, *next_name;
+};
+
+struct fs_dir {
+	uint64_t ino, parent;
+	char *key;
+	struct dir_listing *listing;
+};
+
+struct fs_file {
+	char *key;
+	char etag[OBJ_ETAG_MAX];
+	uint64_t size;
+};
+
+struct tfs_fs {
+	struct fs_config cfg;
+	char *prefix;
+	struct ram_tier *ram;
+	int64_t mount_time;
+	pthread_mutex_t lock;
+	struct fs_node **by_ino, **by_name;
+	size_t n_buckets, n_nodes;
+	uint64_t next_ino;
+	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool fresh(const struct tfs_fs *fs, uint64_t at_ms)
+{
+	return at_ms && now_ms() - at_ms < fs->cfg.metadata_ttl_ms;
+}
+
+/* ---- listings ----------------------------------------------------------- */
+
+static void listing_put(struct dir_listing *l)
+{
+	if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->ents[i].name);
+		free(l->ents[i].etag);
+	}
+	free(l->ents);
+	free(l);
+}
+
+static struct dir_listing *listing_get(struct dir_listing *l)
+{
+	if (l)
+		atomic_fetch_add(&l->refs, 1);
+	return l;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct dir_entry *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	/* equal names: directory first, so the dedup below keeps it */
+	return c ? c : (int)y->is_dir - (int)x->is_dir;
+}
+
+static int listing_add(struct dir_listing *l, size_t *cap, const char *name, size_t name_len,
+		       bool is_dir, const struct obj_meta *meta)
+{
+	struct dir_entry *e;
+
+	if (l->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct dir_entry *ne = realloc(l->ents, nc * sizeof(*ne));
+		if (!ne)
+			return TFS_E_NOMEM;
+		l->ents = ne;
+		*cap = nc;
+	}
+	e = &l->ents[l->n];
+	memset(e, 0, sizeof(*e));
+	e->name = strndup(name, name_len);
+	if (!e->name)
+		return TFS_E_NOMEM;
+	e->is_dir = is_dir;
+	if (!is_dir && meta) {
+		e->etag = strdup(meta->etag);
+		if (!e->etag) {
+			free(e->name);
+			return TFS_E_NOMEM;
+		}
+		e->size = meta->size;
+		e->mtime = meta->mtime;
+	}
+	l->n++;
+	return TFS_OK;
+}
+
+/* Fetch the full listing of directory key dir (all pages). */
+static int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
+{
+	struct dir_listing *l = calloc(1, sizeof(*l));
+	struct obj_list_page *page = NULL;
+	char *token = NULL;
+	size_t cap = 0, dlen = strlen(dir), w;
+	int rc = TFS_OK;
+
+	*out = NULL;
+	if (!l)
+		return TFS_E_NOMEM;
+	atomic_init(&l->refs, 1);
+	do {
+		struct tfs_errinfo ei;
+		rc = objstore_list(fs->cfg.store, dir, "/", token, 1000, &page, &ei);
+		atomic_fetch_add(&fs->listings, 1);
+		if (rc != TFS_OK) {
+			log_warn("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
+			goto out;
+		}
+		for (size_t i = 0; i < page->n_prefixes + page->n_entries && rc == TFS_OK; i++) {
+			bool is_prefix = i < page->n_prefixes;
+			const char *item, *name;
+			size_t item_len, name_len;
+			const struct obj_meta *meta = NULL;
+			enum keypath_kind k;
+
+			if (is_prefix) {
+				item = page->prefixes[i].prefix;
+				item_len = page->prefixes[i].prefix_len;
+			} else {
+				item = page->entries[i - page->n_prefixes].key;
+				item_len = page->entries[i - page->n_prefixes].key_len;
+				meta = &page->entries[i - page->n_prefixes].meta;
+			}
+			k = keypath_classify(dir, dlen, item, item_len, is_prefix, &name, &name_len);
+			if (k == KEYPATH_UNSAFE) {
+				atomic_fetch_add(&fs->unsafe, 1);
+				log_debug("left out unsafe key under '%s'", dir);
+				continue;
+			}
+			if (k == KEYPATH_MARKER)
+				continue;
+			if (l->n >= LIST_MAX_ENTRIES) {
+				log_warn("directory '%s' has more than %u entries; the rest are not shown",
+					 dir, LIST_MAX_ENTRIES);
+				page->truncated = false;
+				break;
+			}
+			rc = listing_add(l, &cap, name, name_len, k == KEYPATH_DIR, meta);
+		}
+		free(token);
+		token = NULL;
+		if (rc == TFS_OK && page->truncated) {
+			if (!page->next_token) {
+				rc = TFS_E_PROTO;
+			} else {
+				token = strdup(page->next_token);
+				if (!token)
+					rc = TFS_E_NOMEM;
+			}
+		}
+		obj_list_page_free(page);
+		page = NULL;
+	} while (rc == TFS_OK && token);
+
+	/* S3 returns keys and prefixes in two sorted runs: merge, and let a
+	 * directory win over a file of the same name */
+	qsort(l->ents, l->n, sizeof(*l->ents), entry_cmp);
+	w = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (w && strcmp(l->ents[w - 1].name, l->ents[i].name) == 0) {
+			if (!l->ents[i].is_dir)
+				atomic_fetch_add(&fs->shadowed, 1);
+			free(l->ents[i].name);
+			free(l->ents[i].etag);
+			continue;
+		}
+		l->ents[w++] = l->ents[i];
+	}
+	l->n = w;
+	l->fetched_ms = now_ms();
+out:
+	free(token);
+	if (rc != TFS_OK) {
+		listing_put(l);
+		return rc;
+	}
+	*out = l;
+	return TFS_OK;
+}
+
+static const struct dir_entry *listing_find(const struct dir_listing *l, const char *name)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(l->ents[mid].name, name);
+		if (c == 0)
+			return &l->ents[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- inode table -------------------------------------------------------- */
+
+static size_t name_hash(const struct tfs_fs *fs, uint64_t parent, const char *name)
+{
+	uint64_t h = 1469598103934665603ull ^ parent;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (size_t)(h & (fs->n_buckets - 1));
+}
+
+static size_t ino_hash(const struct tfs_fs *fs, uint64_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 20) & (fs->n_buckets - 1);
+}
+
+static struct fs_node *node_by_ino(struct tfs_fs *fs, uint64_t ino)
+{
+	for (struct fs_node *n = fs->by_ino[ino_hash(fs, ino)]; n; n = n->next_ino)
+		if (n->ino == ino)
+			return n;
+	return NULL;
+}
+
+static struct fs_node *node_by_name(struct tfs_fs *fs, uint64_t parent, const char *name)
+{
+	for (struct fs_node *n = fs->by_name[name_hash(fs, parent, name)]; n; n = n->next_name)
+		if (n->parent == parent && strcmp(n->name, name) == 0)
+			return n;
+	return NULL;
+}
+
+static void node_link(struct tfs_fs *fs, struct fs_node *n)
+{
+	size_t bi = ino_hash(fs, n->ino), bn = name_hash(fs, n->parent, n->name);
+
+	n->next_ino = fs->by_ino[bi];
+	fs->by_ino[bi] = n;
+	n->next_name = fs->by_name[bn];
+	fs->by_name[bn] = n;
+	fs->n_nodes++;
+}
+
+static void node_unlink(struct tfs_fs *fs, struct fs_node *n)
+{
+	struct fs_node **pp;
+
+	for (pp = &fs->by_ino[ino_hash(fs, n->ino)]; *pp && *pp != n; pp = &(*pp)->next_ino)
+		;
+	if (*pp)
+		*pp = n->next_ino;
+	for (pp = &fs->by_name[name_hash(fs, n->parent, n->name)]; *pp && *pp != n;
+	     pp = &(*pp)->next_name)
+		;
+	if (*pp)
+		*pp = n->next_name;
+	fs->n_nodes--;
+}
+
+static void node_free(struct fs_node *n)
+{
+	listing_put(n->listing);
+	free(n->name);
+	free(n->key);
+	free(n);
+}
+
+/* Grow both tables when the load passes 1 (called with the lock held). */
+static void table_maybe_grow(struct tfs_fs *fs)
+{
+	size_t old = fs->n_buckets, nb = old * 2;
+	struct fs_node **oi = fs->by_ino, **on = fs->by_name;
+	struct fs_node **ni, **nn;
+
+	if (fs->n_nodes < old)
+		return;
+	ni = calloc(nb, sizeof(*ni));
+	nn = calloc(nb, sizeof(*nn));
+	if (!ni || !nn) {          /* keep the old tables: slower, still right */
+		free(ni);
+		free(nn);
+		return;
+	}
+	fs->by_ino = ni;
+	fs->by_name = nn;
+	fs->n_buckets = nb;
+	fs->n_nodes = 0;
+	for (size_t i = 0; i < old; i++) {
+		for (struct fs_node *n = oi[i], *next; n; n = next) {
+			next = n->next_ino;
+			node_link(fs, n);
+		}
+	}
+	(void)on;
+	free(oi);
+	free(on);
+}
+
+/* Child key of directory node dir: "dirkey" + name (+ "/" for a dir). */
+static char *child_key(const struct fs_node *dir, const char *name, bool is_dir)
+{
+	size_t dl = strlen(dir->key), nl = strlen(name);
+	char *k = malloc(dl + nl + 2);
+
+	if (!k)
+		return NULL;
+	memcpy(k, dir->key, dl);
+	memcpy(k + dl, name, nl);
+	if (is_dir)
+		k[dl + nl++] = '/';
+	k[dl + nl] = '\0';
+	return k;
+}
+
+static void node_attr(const struct tfs_fs *fs, const struct fs_node *n, struct fs_attr *a)
+{
+	a->ino = n->ino;
+	a->is_dir = n->is_dir;
+	a->size = n->is_dir ? 0 : n->size;
+	a->mtime = n->is_dir || !n->mtime ? fs->mount_time : n->mtime;
+	a->mode = n->is_dir ? (S_IFDIR | fs->cfg.dir_mode) : (S_IFREG | fs->cfg.file_mode);
+	a->uid = fs->cfg.uid;
+	a->gid = fs->cfg.gid;
+}
+
+/* Find or create the child `name` of parent (lock held) with what we now
+ * know about it, add one lookup, and fill *out.  A child whose type
+ * changed (file <-> dir) gets a new inode. */
+static int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool is_dir,
+		      const struct obj_meta *meta, struct fs_attr *out)
+{
+	struct fs_node *n = node_by_name(fs, parent->ino, name);
+
+	if (n && n->is_dir != is_dir) {
+		/* retire the old inode: it stays reachable by ino until forgotten */
+		size_t bn = name_hash(fs, n->parent, n->name), bi;
+		struct fs_node **pp;
+		for (pp = &fs->by_name[bn]; *pp && *pp != n; pp = &(*pp)->next_name)
+			;
+		if (*pp)
+			*pp = n->next_name;
+		n->next_name = NULL;
+		n->name[0] = '\0';    /* no longer findable by name */
+		bi = name_hash(fs, n->parent, n->name);
+		n->next_name = fs->by_name[bi];
+		fs->by_name[bi] = n;
+		n = NULL;
+	}
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			return TFS_E_NOMEM;
+		n->name = strdup(name);
+		n->key = child_key(parent, name, is_dir);
+		if (!n->name || !n->key) {
+			node_free(n);
+			return TFS_E_NOMEM;
+		}
+		n->ino = fs->next_ino++;
+		n->parent = parent->ino;
+		n->is_dir = is_dir;
+		table_maybe_grow(fs);
+		node_link(fs, n);
+	}
+	if (!is_dir && meta) {
+		n->size = meta->size;
+		n->mtime = meta->mtime;
+		snprintf(n->etag, sizeof(n->etag), "%s", meta->etag);
+		n->attr_ms = now_ms();
+	}
+	n->nlookup++;
+	node_attr(fs, n, out);
+	return TFS_OK;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+struct tfs_fs *fs_new(const struct fs_config *cfg)
+{
+	struct tfs_fs *fs;
+	struct fs_node *root;
+
+	if (!cfg->store || cfg->chunk_size == 0 || cfg->ram_bytes < cfg->chunk_size)
+		return NULL;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return NULL;
+	fs->cfg = *cfg;
+	fs->prefix = strdup(cfg->prefix ? cfg->prefix : "");
+	fs->n_buckets = 1024;
+	fs->by_ino = calloc(fs->n_buckets, sizeof(*fs->by_ino));
+	fs->by_name = calloc(fs->n_buckets, sizeof(*fs->by_name));
+	fs->ram = ram_tier_new(cfg->ram_bytes, (size_t)cfg->chunk_size);
+	root = calloc(1, sizeof(*root));
+	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->ram || !root)
+		goto fail;
+	root->ino = FS_ROOT_INO;
+	root->parent = FS_ROOT_INO;
+	root->is_dir = true;
+	root->name = strdup("");
+	root->key = strdup(fs->prefix);
+	if (!root->name || !root->key)
+		goto fail;
+	root->nlookup = 1;
+	fs->next_ino = FS_ROOT_INO + 1;
+	fs->mount_time = time(NULL);
+	pthread_mutex_init(&fs->lock, NULL);
+	node_link(fs, root);
+	return fs;
+fail:
+	if (root)
+		node_free(root);
+	ram_tier_free(fs->ram);
+	free(fs->by_ino);
+	free(fs->by_name);
+	free(fs->prefix);
+	free(fs);
+	return NULL;
+}
+
+void fs_free(struct tfs_fs *fs)
+{
+	if (!fs)
+		return;
+	for (size_t i = 0; i < fs->n_buckets; i++) {
+		for (struct fs_node *n = fs->by_ino[i], *next; n; n = next) {
+			next = n->next_ino;
+			node_free(n);
+		}
+	}
+	pthread_mutex_destroy(&fs->lock);
+	ram_tier_free(fs->ram);
+	free(fs->by_ino);
+	free(fs->by_name);
+	free(fs->prefix);
+	free(fs);
+}
+
+/* Ask the server whether key "dir/name" is a directory or a file. */
+static int lookup_remote(struct tfs_fs *fs, const char *dirkey, const char *name, bool *is_dir,
+			 struct obj_meta *meta)
+{
+	size_t dl = strlen(dirkey), nl = strlen(name);
+	char *key = malloc(dl + nl + 2);
+	struct obj_list_page *page = NULL;
+	struct tfs_errinfo ei;
+	int rc;
+
+	if (!key)
+		return TFS_E_NOMEM;
+	memcpy(key, dirkey, dl);
+	memcpy(key + dl, name, nl);
+	key[dl + nl] = '/';
+	key[dl + nl + 1] = '\0';
+	atomic_fetch_add(&fs->lookups_remote, 1);
+	/* directory first: it wins over a file of the same name */
+	rc = objstore_list(fs->cfg.store, key, NULL, NULL, 1, &page, &ei);
+	atomic_fetch_add(&fs->listings, 1);
+	if (rc != TFS_OK)
+		goto out;
+	if (page->n_entries || page->n_prefixes) {
+		*is_dir = true;
+		goto out;
+	}
+	key[dl + nl] = '\0';
+	rc = objstore_head(fs->cfg.store, key, meta, &ei);
+	atomic_fetch_add(&fs->heads, 1);
+	*is_dir = false;
+out:
+	obj_list_page_free(page);
+	free(key);
+	return rc;
+}
+
+int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct fs_attr *out)
+{
+	struct fs_node *parent;
+	struct obj_meta meta;
+	char *dirkey = NULL;
+	bool is_dir = false;
+	int rc;
+
+	if (!keypath_component_ok(name, strlen(name)))
+		return strlen(name) > KEYPATH_NAME_MAX ? TFS_E_NAMETOOLONG : TFS_E_NOENT;
+	pthread_mutex_lock(&fs->lock);
+	parent = node_by_ino(fs, parent_ino);
+	if (!parent || !parent->is_dir) {
+		rc = parent ? TFS_E_NOTDIR : TFS_E_NOENT;
+		goto unlock;
+	}
+	if (parent->listing && fresh(fs, parent->listing->fetched_ms)) {
+		const struct dir_entry *e = listing_find(parent->listing, name);
+		if (!e) {
+			rc = TFS_E_NOENT;
+			goto unlock;
+		}
+		memset(&meta, 0, sizeof(meta));
+		if (!e->is_dir) {
+			meta.size = e->size;
+			meta.mtime = e->mtime;
+			snprintf(meta.etag, sizeof(meta.etag), "%s", e->etag);
+		}
+		rc = node_learn(fs, parent, name, e->is_dir, &meta, out);
+		goto unlock;
+	}
+	dirkey = strdup(parent->key);
+	pthread_mutex_unlock(&fs->lock);
+	if (!dirkey)
+		return TFS_E_NOMEM;
+
+	rc = lookup_remote(fs, dirkey, name, &is_dir, &meta);
+	free(dirkey);
+	if (rc != TFS_OK)
+		return rc;
+
+	pthread_mutex_lock(&fs->lock);
+	parent = node_by_ino(fs, parent_ino);
+	rc = parent ? node_learn(fs, parent, name, is_dir, is_dir ? NULL : &meta, out) : TFS_E_NOENT;
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+void fs_forget(struct tfs_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct fs_node *n;
+
+	if (ino == FS_ROOT_INO)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (n) {
+		n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+		if (n->nlookup == 0) {
+			node_unlink(fs, n);
+			node_free(n);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Refresh a file node's size/ETag with a HEAD if older than the TTL.
+ * Called without the lock; re-finds the node by ino. */
+static int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
+			struct fs_file *copy_out, bool *keep_cache)
+{
+	struct fs_node *n;
+	struct obj_meta meta;
+	struct tfs_errinfo ei;
+	char *key;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (!n) {
+		pthread_mutex_unlock(&fs->lock);
+		return TFS_E_NOENT;
+	}
+	if (n->is_dir || fresh(fs, n->attr_ms)) {
+		rc = TFS_OK;
+		goto fill;
+	}
+	key = strdup(n->key);
+	pthread_mutex_unlock(&fs->lock);
+	if (!key)
+		return TFS_E_NOMEM;
+	rc = objstore_head(fs->cfg.store, key, &meta, &ei);
+	atomic_fetch_add(&fs->heads, 1);
+	free(key);
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (!n) {
+		pthread_mutex_unlock(&fs->lock);
+		return TFS_E_NOENT;
+	}
+	if (rc != TFS_OK)
+		goto unlock;
+	n->size = meta.size;
+	n->mtime = meta.mtime;
+	snprintf(n->etag, sizeof(n->etag), "%s", meta.etag);
+	n->attr_ms = now_ms();
+fill:
+	if (attr)
+		node_attr(fs, n, attr);
+	if (copy_out) {
+		if (n->is_dir) {
+			rc = TFS_E_ISDIR;
+			goto unlock;
+		}
+		copy_out->key = strdup(n->key);
+		if (!copy_out->key) {
+			rc = TFS_E_NOMEM;
+			goto unlock;
+		}
+		snprintf(copy_out->etag, sizeof(copy_out->etag), "%s", n->etag);
+		copy_out->size = n->size;
+		*keep_cache = strcmp(n->open_etag, n->etag) == 0;
+		snprintf(n->open_etag, sizeof(n->open_etag), "%s", n->etag);
+	}
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int fs_getattr(struct tfs_fs *fs, uint64_t ino, struct fs_attr *out)
+{
+	return file_refresh(fs, ino, out, NULL, NULL);
+}
+
+int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
+{
+	struct fs_node *n;
+	struct fs_dir *d;
+	struct dir_listing *l = NULL;
+	int rc;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return TFS_E_NOMEM;
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (!n || !n->is_dir) {
+		rc = n ? TFS_E_NOTDIR : TFS_E_NOENT;
+		goto unlock;
+	}
+	d->ino = n->ino;
+	d->parent = n->parent;
+	d->key = strdup(n->key);
+	if (!d->key) {
+		rc = TFS_E_NOMEM;
+		goto unlock;
+	}
+	if (n->listing && fresh(fs, n->listing->fetched_ms)) {
+		d->listing = listing_get(n->listing);
+		pthread_mutex_unlock(&fs->lock);
+		*out = d;
+		return TFS_OK;
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	rc = listing_fetch(fs, d->key, &l);
+	if (rc != TFS_OK)
+		goto fail;
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (n) {
+		listing_put(n->listing);
+		n->listing = listing_get(l);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	d->listing = l;
+	*out = d;
+	return TFS_OK;
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+fail:
+	free(d->key);
+	free(d);
+	return rc;
+}
+
+bool fs_dir_entry(const struct fs_dir *d, size_t i, const char **name, bool *is_dir)
+{
+	if (i >= d->listing->n)
+		return false;
+	*name = d->listing->ents[i].name;
+	*is_dir = d->listing->ents[i].is_dir;
+	return true;
+}
+
+int fs_dir_entry_attr(struct tfs_fs *fs, struct fs_dir *d, size_t i, struct fs_attr *out)
+{
+	const struct dir_entry *e;
+	struct fs_node *parent;
+	struct obj_meta meta;
+	int rc;
+
+	if (i >= d->listing->n)
+		return TFS_E_INVAL;
+	e = &d->listing->ents[i];
+	memset(&meta, 0, sizeof(meta));
+	if (!e->is_dir) {
+		meta.size = e->size;
+		meta.mtime = e->mtime;
+		snprintf(meta.etag, sizeof(meta.etag), "%s", e->etag);
+	}
+	pthread_mutex_lock(&fs->lock);
+	parent = node_by_ino(fs, d->ino);
+	rc = parent ? node_learn(fs, parent, e->name, e->is_dir, &meta, out) : TFS_E_NOENT;
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+uint64_t fs_dir_ino(const struct fs_dir *d)
+{
+	return d->ino;
+}
+
+uint64_t fs_dir_parent_ino(const struct fs_dir *d)
+{
+	return d->parent;
+}
+
+void fs_releasedir(struct tfs_fs *fs, struct fs_dir *d)
+{
+	(void)fs;
+	if (!d)
+		return;
+	listing_put(d->listing);
+	free(d->key);
+	free(d);
+}
+
+int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+	int rc;
+
+	*out = NULL;
+	*keep_cache = false;
+	if (!f)
+		return TFS_E_NOMEM;
+	rc = file_refresh(fs, ino, NULL, f, keep_cache);
+	if (rc != TFS_OK) {
+		free(f->key);
+		free(f);
+		return rc;
+	}
+	atomic_fetch_add(&fs->open_files, 1);
+	*out = f;
+	return TFS_OK;
+}
+
+struct fill_ctx {
+	struct tfs_fs *fs;
+	const struct fs_file *f;
+};
+
+static int chunk_fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+{
+	struct fill_ctx *c = ctx;
+	uint64_t cs = c->fs->cfg.chunk_size, start = id->index * cs;
+	size_t want = (size_t)(c->f->size - start < cs ? c->f->size - start : cs);
+	struct tfs_errinfo ei;
+	size_t got = 0;
+	int rc;
+
+	assert(want <= cap);
+	rc = objstore_get_range(c->fs->cfg.store, c->f->key, c->f->etag, start, want, buf, &got, &ei);
+	if (rc != TFS_OK)
+		return rc;
+	if (got != want) {
+		/* same ETag, fewer bytes than its size said: not the object we
+		 * opened; never serve a short chunk as if it were whole */
+		log_warn("short chunk %llu of '%s': %zu of %zu bytes",
+			 (unsigned long long)id->index, c->f->key, got, want);
+		return TFS_E_STALE;
+	}
+	*len = got;
+	return TFS_OK;
+}
+
+int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r)
+{
+	uint64_t cs = fs->cfg.chunk_size, end;
+	struct fill_ctx ctx = { fs, f };
+	int rc = TFS_OK;
+
+	r->n = 0;
+	r->bytes = 0;
+	if (off >= f->size || size == 0)
+		return TFS_OK;
+	end = off + size > f->size ? f->size : off + size;
+	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
+		return TFS_E_INVAL;
+	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
+		struct chunk_id id = { f->key, f->etag, idx };
+		struct chunk_ref *ref;
+		uint64_t cstart = idx * cs, from, to;
+
+		rc = ram_tier_get(fs->ram, &id, chunk_fill, &ctx, &ref);
+		if (rc != TFS_OK)
+			break;
+		from = off > cstart ? off - cstart : 0;
+		to = end - cstart < chunk_ref_len(ref) ? end - cstart : chunk_ref_len(ref);
+		r->refs[r->n] = ref;
+		r->iov[r->n].iov_base = (char *)chunk_ref_data(ref) + from;
+		r->iov[r->n].iov_len = (size_t)(to - from);
+		r->bytes += (size_t)(to - from);
+		r->n++;
+	}
+	if (rc != TFS_OK)
+		fs_read_done(fs, r);
+	return rc;
+}
+
+void fs_read_done(struct tfs_fs *fs, struct fs_read *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		chunk_ref_put(fs->ram, r->refs[i]);
+	r->n = 0;
+	r->bytes = 0;
+}
+
+void fs_release(struct tfs_fs *fs, struct fs_file *f)
+{
+	if (!f)
+		return;
+	atomic_fetch_sub(&fs->open_files, 1);
+	free(f->key);
+	free(f);
+}
+
+void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
+{
+	out->unsafe_keys_skipped = atomic_load(&fs->unsafe);
+	out->shadowed_files = atomic_load(&fs->shadowed);
+	out->listings = atomic_load(&fs->listings);
+	out->heads = atomic_load(&fs->heads);
+	out->lookups_remote = atomic_load(&fs->lookups_remote);
+	out->open_files = atomic_load(&fs->open_files);
+	pthread_mutex_lock(&fs->lock);
+	out->nodes = fs->n_nodes;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+struct ram_tier *fs_ram_tier(struct tfs_fs *fs)
+{
+	return fs->ram;
+}

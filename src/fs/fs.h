@@ -1,0 +1,104 @@
+/* fs.h - the filesystem layer: inode table, directory listings, open
+ * files, byte range -> chunks.  No FUSE types, so it is testable without
+ * a mount; src/fuse/ translates requests into these calls.
+ *
+ * Inode numbers are assigned on first sight and stay stable while the
+ * kernel holds a lookup on them (nlookup > 0); FS_ROOT_INO is the mount's
+ * root (the bucket or the prefix).  All functions are thread-safe.
+ */
+#ifndef TIERFS_FS_H
+#define TIERFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "s3/objstore.h"
+
+#define FS_ROOT_INO 1
+#define FS_READ_MAX_IOV 34   /* a 1 MiB read over 64 KiB chunks, + slack */
+
+struct fs_config {
+	struct objstore *store;    /* borrowed; outlives the fs */
+	const char *prefix;        /* "" or "dir/sub/" */
+	unsigned metadata_ttl_ms;
+	uint64_t chunk_size;
+	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode;
+	mode_t dir_mode;
+};
+
+struct fs_attr {
+	uint64_t ino;
+	bool is_dir;
+	uint64_t size;
+	int64_t mtime;
+	mode_t mode;               /* type bits included */
+	uid_t uid;
+	gid_t gid;
+};
+
+struct tfs_fs;
+struct fs_dir;
+struct fs_file;
+
+/* Read result: iov[0..n) point into referenced chunk buffers; hand them to
+ * the kernel, then fs_read_done().  Total bytes in `bytes`. */
+struct fs_read {
+	struct iovec iov[FS_READ_MAX_IOV];
+	struct chunk_ref *refs[FS_READ_MAX_IOV];
+	size_t n;
+	size_t bytes;
+};
+
+struct fs_stats {
+	uint64_t unsafe_keys_skipped;  /* listing items left out of the tree */
+	uint64_t shadowed_files;       /* "x" hidden because "x/" exists */
+	uint64_t listings, heads, lookups_remote;
+	uint64_t nodes;                /* inodes currently known */
+	uint64_t open_files;
+};
+
+/* NULL on bad config or out of memory. */
+struct tfs_fs *fs_new(const struct fs_config *cfg);
+void fs_free(struct tfs_fs *fs);
+
+/* Look up name in directory parent.  On TFS_OK fills *out and adds one
+ * kernel lookup to out->ino.  TFS_E_NOENT for a name that does not exist
+ * (or is unsafe); other errors are transient and never NOENT. */
+int fs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name, struct fs_attr *out);
+
+/* Drop n kernel lookups of ino (FUSE forget). */
+void fs_forget(struct tfs_fs *fs, uint64_t ino, uint64_t n);
+
+/* Attributes of ino, refreshed with a HEAD when older than the TTL. */
+int fs_getattr(struct tfs_fs *fs, uint64_t ino, struct fs_attr *out);
+
+/* Open directory ino: a snapshot of its listing (fetched if stale). */
+int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out);
+/* Entry i of the snapshot (no "." / ".."); false past the end.
+ * *name stays valid until fs_releasedir(). */
+bool fs_dir_entry(const struct fs_dir *d, size_t i, const char **name, bool *is_dir);
+/* readdirplus: attributes of entry i, adding one kernel lookup. */
+int fs_dir_entry_attr(struct tfs_fs *fs, struct fs_dir *d, size_t i, struct fs_attr *out);
+uint64_t fs_dir_ino(const struct fs_dir *d);
+uint64_t fs_dir_parent_ino(const struct fs_dir *d);
+void fs_releasedir(struct tfs_fs *fs, struct fs_dir *d);
+
+/* Open file ino for reading.  *keep_cache: the kernel's cached pages of
+ * this inode are still valid (same ETag as the previous open). */
+int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache);
+/* Read [off, off+size) as seen at open (one object version; a changed
+ * object gives TFS_E_STALE).  Short only at end of file. */
+int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r);
+void fs_read_done(struct tfs_fs *fs, struct fs_read *r);
+void fs_release(struct tfs_fs *fs, struct fs_file *f);
+
+void fs_stats(struct tfs_fs *fs, struct fs_stats *out);
+struct ram_tier *fs_ram_tier(struct tfs_fs *fs);
+
+#endif

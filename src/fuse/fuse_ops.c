@@ -1,0 +1,523 @@
+/* fuse_ops.c - libfuse low-level operations over the fs layer.
+ *
+ * Every handler replies exactly once.  Errors are tfs_err codes until the
+ * reply, where tfs_err_to_errno() picks the errno.  The tree is read-only:
+ * every mutating operation answers EROFS.
+ */
+#define FUSE_USE_VERSION 312
+#include "fuse/fuse_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tfs_err.h"
+
+struct fuse_ctx_data {
+	struct tfs_fs *fs;
+	double ttl_s;
+	tierfs_ready_fn ready;
+	void *ready_ctx;
+};
+
+static struct fuse_ctx_data *ctx_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void reply_rc(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, tfs_err_to_errno(rc));
+}
+
+static void attr_to_stat(const struct fs_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->is_dir ? 2 : 1;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	st->st_mtim.tv_sec = a->mtime;
+	st->st_ctim.tv_sec = a->mtime;
+	st->st_atim.tv_sec = a->mtime;
+}
+
+static void entry_from_attr(const struct fs_attr *a, double ttl, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = a->ino;
+	e->generation = 1;
+	e->attr_timeout = ttl;
+	e->entry_timeout = ttl;
+	attr_to_stat(a, &e->attr);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fuse_ctx_data *c = userdata;
+
+	/* reads come from a remote store: let the kernel send them in
+	 * parallel and in large pieces */
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (c->ready)
+		c->ready(c->ready_ctx);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_attr a;
+	struct fuse_entry_param e;
+	int rc = fs_lookup(c->fs, parent, name, &a);
+
+	if (rc == TFS_E_NOENT) {
+		/* negative entry, cached like a positive one */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = c->ttl_s;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (rc != TFS_OK) {
+		reply_rc(req, rc);
+		return;
+	}
+	entry_from_attr(&a, c->ttl_s, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_forget(ctx_of(req)->fs, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs_forget(ctx_of(req)->fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_attr a;
+	struct stat st;
+	int rc = fs_getattr(c->fs, ino, &a);
+
+	if (rc != TFS_OK) {
+		reply_rc(req, rc);
+		return;
+	}
+	attr_to_stat(&a, &st);
+	fuse_reply_attr(req, &st, c->ttl_s);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_file *f;
+	bool keep = false;
+	int rc;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = fs_open(c->fs, ino, &f, &keep);
+	if (rc != TFS_OK) {
+		reply_rc(req, rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = keep;
+	fi->noflush = 1;
+	if (fuse_reply_open(req, fi) != 0)
+		fs_release(c->fs, f);   /* the open was interrupted */
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct fs_read r;
+	int rc;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = fs_read(c->fs, f, (uint64_t)off, size, &r);
+	if (rc != TFS_OK) {
+		reply_rc(req, rc);
+		return;
+	}
+	/* zero-copy: the reply is written from the chunk buffers we hold */
+	fuse_reply_iov(req, r.iov, (int)r.n);
+	fs_read_done(c->fs, &r);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs_release(ctx_of(req)->fs, (struct fs_file *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_dir *d;
+	int rc = fs_opendir(c->fs, ino, &d);
+
+	if (rc != TFS_OK) {
+		reply_rc(req, rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		fs_releasedir(c->fs, d);
+}
+
+/* Offsets: 0 = ".", 1 = "..", 2 + i = entry i.  The next offset of an
+ * entry is its own offset + 1. */
+static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+			   bool plus)
+{
+	struct fuse_ctx_data *c = ctx_of(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	char *buf;
+	size_t used = 0;
+	int rc = TFS_OK;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (uint64_t pos = (uint64_t)off;; pos++) {
+		const char *name;
+		bool is_dir;
+		struct fs_attr a;
+		struct fuse_entry_param e;
+		size_t need;
+
+		if (pos < 2) {
+			name = pos == 0 ? "." : "..";
+			memset(&a, 0, sizeof(a));
+			a.ino = pos == 0 ? fs_dir_ino(d) : fs_dir_parent_ino(d);
+			a.is_dir = true;
+			a.mode = S_IFDIR;
+		} else if (!fs_dir_entry(d, pos - 2, &name, &is_dir)) {
+			break;
+		}
+		if (!plus) {
+			struct stat st;
+			memset(&st, 0, sizeof(st));
+			st.st_ino = pos < 2 ? a.ino : 0;   /* kernel looks the entry up */
+			st.st_mode = (pos < 2 || is_dir) ? S_IFDIR : S_IFREG;
+			need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+						 (off_t)pos + 1);
+			if (need > size - used)
+				break;
+			used += need;
+			continue;
+		}
+		/* readdirplus adds a lookup for every entry it returns, so
+		 * measure first and take the lookup only if the entry fits */
+		need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+		if (need > size - used)
+			break;
+		if (pos < 2) {
+			/* "." and ".." are not looked up: ino 0 keeps the kernel
+			 * from caching them as entries */
+			memset(&e, 0, sizeof(e));
+			e.attr.st_mode = S_IFDIR;
+			e.attr.st_ino = a.ino;
+		} else {
+			rc = fs_dir_entry_attr(c->fs, d, pos - 2, &a);
+			if (rc != TFS_OK)
+				break;
+			entry_from_attr(&a, c->ttl_s, &e);
+		}
+		used += fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
+	}
+	if (rc != TFS_OK && used == 0)
+		reply_rc(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	readdir_common(req, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs_releasedir(ctx_of(req)->fs, (struct fs_dir *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_blocks = (fsblkcnt_t)1 << 40;   /* object stores have no fixed size */
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- the read-only refusals ---- */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static const struct fuse_lowlevel_ops tierfs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};
+
+int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
+		      tierfs_ready_fn ready, void *ready_ctx, char *err, size_t errlen)
+{
+	struct fuse_ctx_data c = { fs, o->ttl_s, ready, ready_ctx };
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *loop = NULL;
+	char opts[2048];
+	char *argv[] = { "tierfs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	int rc = -1, n;
+
+	n = snprintf(opts, sizeof(opts), "ro,default_permissions,fsname=%s,subtype=tierfs%s%s",
+		     o->fsname, o->extra_options && *o->extra_options ? "," : "",
+		     o->extra_options ? o->extra_options : "");
+	if (n < 0 || (size_t)n >= sizeof(opts)) {
+		snprintf(err, errlen, "mount options too long");
+		return -1;
+	}
+	se = fuse_session_new(&args, &tierfs_ops, sizeof(tierfs_ops), &c);
+	if (!se) {
+		snprintf(err, errlen, "invalid FUSE options '%s'", o->extra_options ? o->extra_options : "");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) != 0) {
+		snprintf(err, errlen, "cannot install signal handlers");
+		goto destroy;
+	}
+	if (fuse_session_mount(se, o->mountpoint) != 0) {
+		snprintf(err, errlen, "cannot mount on mountpoint %s (is /dev/fuse available?)",
+			 o->mountpoint);
+		goto signals;
+	}
+	loop = fuse_loop_cfg_create();
+	if (!loop) {
+		snprintf(err, errlen, "out of memory");
+		goto unmount;
+	}
+	fuse_loop_cfg_set_max_threads(loop, o->max_threads ? o->max_threads : 16);
+	fuse_loop_cfg_set_idle_threads(loop, 4);
+	fuse_loop_cfg_set_clone_fd(loop, 0);
+	/* ready() is called from op_init, once the kernel has connected */
+	n = fuse_session_loop_mt(se, loop);
+	if (n < 0)
+		log_warn("FUSE loop ended with error %d", n);
+	rc = 0;
+	fuse_loop_cfg_destroy(loop);
+unmount:
+	fuse_session_unmount(se);
+signals:
+	fuse_remove_signal_handlers(se);
+destroy:
+	fuse_session_destroy(se);
+out:
+	fuse_opt_free_args(&args);
+	return rc;
+}
+
+/* Undo /proc/self/mountinfo's octal escapes (\040 for space ...) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+bool tierfs_is_mountpoint(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* id parent major:minor root mountpoint ... */
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok) {
+			unescape_mountinfo(tok);
+			found = strcmp(tok, path) == 0;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+int tierfs_unmount(const char *path, char *err, size_t errlen)
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() == 0) {
+		if (umount2(path, 0) == 0)
+			return 0;
+		snprintf(err, errlen, "cannot unmount %s: %s", path, strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "--", path, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "fusermount3 -u %s failed", path);
+		return -1;
+	}
+	return 0;
+}

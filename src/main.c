@@ -1,0 +1,439 @@
+/* main.c - the tierfs command: mount, unmount, help, version.
+ *
+ * `tierfs mount` checks everything it can before mounting (config,
+ * mountpoint, credentials, bucket) and, without -f, daemonizes only once
+ * the mount is up: the parent waits on a pipe and exits 0 when the child
+ * says "mounted", or non-zero after the child printed one line naming the
+ * cause.  No FUSE types here (src/fuse owns them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/tfs_err.h"
+#include "fs/fs.h"
+#include "fuse/fuse_ops.h"
+#include "s3/s3_client.h"
+#include "s3/s3_creds.h"
+#include "tiers/ram_tier.h"
+
+static const char usage_text[] =
+	"usage: tierfs mount s3://BUCKET[/PREFIX] MOUNTPOINT [options]\n"
+	"       tierfs unmount MOUNTPOINT\n"
+	"       tierfs --help | --version\n"
+	"\n"
+	"Mount options (each also a key of the --config file):\n"
+	"  -f, --foreground         stay in the foreground (default: daemonize once mounted)\n"
+	"  --config FILE            read options from an INI file (see conf/tierfs.conf)\n"
+	"  --endpoint URL           S3 endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS)\n"
+	"  --region R               region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)\n"
+	"  --path-style             path-style addressing (default: virtual-hosted)\n"
+	"  --profile P              credentials profile of the shared credentials file\n"
+	"  --metadata-ttl SECONDS   how long listings and attributes are trusted (60)\n"
+	"  --uid N, --gid N         owner of every file (the caller's)\n"
+	"  --file-mode OCTAL        permission bits of files (0444)\n"
+	"  --dir-mode OCTAL         permission bits of directories (0555)\n"
+	"  --chunk-size SIZE        unit of ranged GETs and caching, power of two (8M)\n"
+	"  --ram-size SIZE          RAM chunk cache capacity (256M)\n"
+	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
+	"  --max-retries N          retries of a failed request before EIO (6)\n"
+	"  --max-connections N      connections to the object store (32)\n"
+	"  --max-threads N          FUSE worker threads (16)\n"
+	"  -o OPTIONS               FUSE mount options (allow_other, debug, ...)\n"
+	"  -v                       more logging (-v info, -vv debug)\n"
+	"\n"
+	"Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the\n"
+	"shared credentials file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) and\n"
+	"AWS_PROFILE.  TLS certificates are always verified (AWS_CA_BUNDLE is honoured).\n";
+
+static void die_usage(const char *msg)
+{
+	fprintf(stderr, "tierfs: %s\n(see tierfs --help)\n", msg);
+	exit(2);
+}
+
+/* Long option name (without "--") -> config key, for the few that differ. */
+static const char *config_key_for(const char *opt)
+{
+	if (strcmp(opt, "foreground") == 0)
+		return "foreground";
+	return opt;
+}
+
+struct mount_state {
+	int ready_fd;              /* write end of the daemon's pipe, or -1 */
+};
+
+/* Called once the kernel has connected: tell the waiting parent, and drop
+ * the terminal. */
+static void on_ready(void *ctx)
+{
+	struct mount_state *ms = ctx;
+	int fd;
+
+	if (ms->ready_fd < 0)
+		return;
+	if (write(ms->ready_fd, "K", 1) != 1)
+		log_warn("cannot signal readiness: %s", strerror(errno));
+	close(ms->ready_fd);
+	ms->ready_fd = -1;
+	fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	log_use_syslog(true);
+}
+
+/* Parse `mount` arguments into cfg.  Exits with usage errors. */
+static void parse_mount_args(int argc, char **argv, struct tierfs_config *cfg)
+{
+	const char *positional[2] = { NULL, NULL };
+	int npos = 0;
+	char err[512];
+
+	/* the config file first, so the command line overrides it */
+	for (int i = 0; i < argc; i++) {
+		const char *cf = NULL;
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			cf = argv[i + 1];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			cf = argv[i] + 9;
+		if (cf) {
+			if (config_load_file(cfg, cf, err, sizeof(err)) != 0) {
+				fprintf(stderr, "tierfs: %s\n", err);
+				exit(2);
+			}
+			free(cfg->config_file);
+			cfg->config_file = strdup(cf);
+		}
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--config") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--config=", 9) == 0)
+			continue;
+		if (strcmp(a, "-f") == 0) {
+			cfg->foreground = true;
+		} else if (strcmp(a, "-v") == 0 || strcmp(a, "-vv") == 0) {
+			cfg->verbosity += (int)strlen(a) - 1;
+		} else if (strcmp(a, "-o") == 0) {
+			if (++i >= argc)
+				die_usage("-o needs a value");
+			if (cfg->fuse_options) {
+				size_t n = strlen(cfg->fuse_options) + strlen(argv[i]) + 2;
+				char *joined = malloc(n);
+				if (!joined)
+					die_usage("out of memory");
+				snprintf(joined, n, "%s,%s", cfg->fuse_options, argv[i]);
+				free(cfg->fuse_options);
+				cfg->fuse_options = joined;
+			} else if (config_set(cfg, "options", argv[i], err, sizeof(err)) != 0) {
+				die_usage(err);
+			}
+		} else if (strncmp(a, "--", 2) == 0) {
+			char name[64];
+			const char *eq = strchr(a + 2, '='), *value = NULL;
+			size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			int takes;
+
+			if (n >= sizeof(name)) {
+				snprintf(err, sizeof(err), "unknown option '%s'", a);
+				die_usage(err);
+			}
+			memcpy(name, a + 2, n);
+			name[n] = '\0';
+			takes = config_key_takes_value(config_key_for(name));
+			if (takes < 0 || strcmp(name, "options") == 0) {
+				snprintf(err, sizeof(err), "unknown option '%s'", a);
+				die_usage(err);
+			}
+			if (eq) {
+				value = eq + 1;
+			} else if (takes) {
+				if (++i >= argc) {
+					snprintf(err, sizeof(err), "option '%s' needs a value", a);
+					die_usage(err);
+				}
+				value = argv[i];
+			}
+			if (config_set(cfg, config_key_for(name), value, err, sizeof(err)) != 0)
+				die_usage(err);
+		} else if (a[0] == '-' && a[1] != '\0') {
+			snprintf(err, sizeof(err), "unknown option '%s'", a);
+			die_usage(err);
+		} else {
+			if (npos == 2)
+				die_usage("too many arguments");
+			positional[npos++] = a;
+		}
+	}
+	if (npos != 2)
+		die_usage("mount needs s3://BUCKET[/PREFIX] and MOUNTPOINT");
+	if (config_set_source(cfg, positional[0], err, sizeof(err)) != 0)
+		die_usage(err);
+	cfg->mountpoint = strdup(positional[1]);
+}
+
+/* Canonicalise and check the mountpoint.  0 or -1 (message printed). */
+static int check_mountpoint(struct tierfs_config *cfg)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(cfg->mountpoint, real)) {
+		fprintf(stderr, "tierfs: mountpoint %s: %s\n", cfg->mountpoint, strerror(errno));
+		return -1;
+	}
+	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tierfs: mountpoint %s is not a directory\n", real);
+		return -1;
+	}
+	if (tierfs_is_mountpoint(real)) {
+		fprintf(stderr, "tierfs: mountpoint %s is busy: already mounted\n", real);
+		return -1;
+	}
+	free(cfg->mountpoint);
+	cfg->mountpoint = strdup(real);
+	return cfg->mountpoint ? 0 : -1;
+}
+
+static void print_check_error(const struct tierfs_config *cfg, int rc, const struct tfs_errinfo *ei)
+{
+	const char *ep = cfg->endpoint ? cfg->endpoint : "AWS S3";
+	const char *detail = ei->code[0] ? ei->code : ei->message;
+
+	switch (rc) {
+	case TFS_E_AUTH:
+		fprintf(stderr, "tierfs: mount failed: credentials rejected by %s (%s)\n", ep, detail);
+		break;
+	case TFS_E_NOBUCKET:
+		fprintf(stderr, "tierfs: mount failed: no such bucket '%s' at %s\n", cfg->bucket, ep);
+		break;
+	case TFS_E_ACCESS:
+		fprintf(stderr, "tierfs: mount failed: access denied to bucket '%s' (%s)\n",
+			cfg->bucket, detail);
+		break;
+	case TFS_E_CONNECT:
+		fprintf(stderr, "tierfs: mount failed: endpoint unreachable: %s (%s)\n", ep,
+			ei->message[0] ? ei->message : tfs_strerror(rc));
+		break;
+	default:
+		fprintf(stderr, "tierfs: mount failed: %s from %s (%s)\n", tfs_strerror(rc), ep,
+			detail[0] ? detail : "no detail");
+	}
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	struct tierfs_config cfg;
+	struct s3_creds *creds = NULL;
+	struct s3_client *client = NULL;
+	struct tfs_fs *fs = NULL;
+	struct tfs_errinfo ei;
+	struct mount_state ms = { -1 };
+	char fsname[300], err[512];
+	int rc, status = 1, pipefd[2] = { -1, -1 };
+
+	config_init(&cfg);
+	parse_mount_args(argc, argv, &cfg);
+	config_apply_env(&cfg);
+	log_set_level(LOG_LVL_WARN + cfg.verbosity);
+	if (cfg.ram_size < cfg.chunk_size) {
+		fprintf(stderr, "tierfs: --ram-size must be at least --chunk-size\n");
+		goto out;
+	}
+	if (check_mountpoint(&cfg) != 0)
+		goto out;
+	tfs_errinfo_clear(&ei);
+	rc = s3_creds_resolve(cfg.profile, &creds, &ei);
+	if (rc < 0) {
+		fprintf(stderr, "tierfs: credentials: %s\n", ei.message[0] ? ei.message : tfs_strerror(rc));
+		goto out;
+	}
+
+	if (!cfg.foreground) {
+		pid_t pid;
+		char c;
+		ssize_t n;
+
+		if (pipe2(pipefd, O_CLOEXEC) != 0) {
+			fprintf(stderr, "tierfs: pipe: %s\n", strerror(errno));
+			goto out;
+		}
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "tierfs: fork: %s\n", strerror(errno));
+			goto out;
+		}
+		if (pid > 0) {
+			close(pipefd[1]);
+			do {
+				n = read(pipefd[0], &c, 1);
+			} while (n < 0 && errno == EINTR);
+			close(pipefd[0]);
+			if (n == 1 && c == 'K') {
+				status = 0;
+			} else {
+				int ws;
+				/* the child printed why; reap it for its status */
+				waitpid(pid, &ws, 0);
+				status = 1;
+			}
+			s3_creds_free(creds);
+			config_release(&cfg);
+			return status;
+		}
+		close(pipefd[0]);
+		ms.ready_fd = pipefd[1];
+		setsid();
+		if (chdir("/") != 0)
+			log_warn("chdir /: %s", strerror(errno));
+	}
+
+	{
+		struct s3_config sc = {
+			.endpoint = cfg.endpoint,
+			.region = cfg.region,
+			.bucket = cfg.bucket,
+			.path_style = cfg.path_style,
+			.access_key = creds ? creds->access_key : NULL,
+			.secret_key = creds ? creds->secret_key : NULL,
+			.session_token = creds ? creds->session_token : NULL,
+			.ca_bundle = NULL,
+			.max_connections = cfg.max_connections,
+			.max_retries = cfg.max_retries,
+			.stall_timeout_ms = cfg.stall_timeout_s * 1000,
+		};
+		tfs_errinfo_clear(&ei);
+		client = s3_client_new(&sc, &ei);
+	}
+	s3_creds_free(creds);
+	creds = NULL;
+	if (!client) {
+		fprintf(stderr, "tierfs: %s\n", ei.message[0] ? ei.message : "cannot create the S3 client");
+		goto out;
+	}
+	tfs_errinfo_clear(&ei);
+	rc = s3_client_check(client, cfg.prefix, &ei);
+	if (rc != TFS_OK) {
+		print_check_error(&cfg, rc, &ei);
+		goto out;
+	}
+	{
+		struct fs_config fc = {
+			.store = s3_client_objstore(client),
+			.prefix = cfg.prefix,
+			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
+			.chunk_size = cfg.chunk_size,
+			.ram_bytes = cfg.ram_size,
+			.uid = cfg.uid,
+			.gid = cfg.gid,
+			.file_mode = cfg.file_mode & 07777,
+			.dir_mode = cfg.dir_mode & 07777,
+		};
+		fs = fs_new(&fc);
+	}
+	if (!fs) {
+		fprintf(stderr, "tierfs: out of memory setting up the file system\n");
+		goto out;
+	}
+	snprintf(fsname, sizeof(fsname), "tierfs:%s", cfg.bucket);
+	{
+		struct tierfs_mount_opts mo = {
+			.mountpoint = cfg.mountpoint,
+			.fsname = fsname,
+			.extra_options = cfg.fuse_options,
+			.ttl_s = cfg.metadata_ttl_s,
+			.max_threads = cfg.max_threads,
+		};
+		if (tierfs_fuse_serve(fs, &mo, on_ready, &ms, err, sizeof(err)) != 0) {
+			fprintf(stderr, "tierfs: mount failed: %s\n", err);
+			goto out;
+		}
+	}
+	{
+		struct fs_stats fst;
+		struct s3_stats s3s;
+		struct ram_tier_stats rts;
+		fs_stats(fs, &fst);
+		s3_client_stats(client, &s3s);
+		ram_tier_stats(fs_ram_tier(fs), &rts);
+		log_info("unmounted: %llu GETs, %llu HEADs, %llu LISTs, %llu retries, %llu bytes; "
+			 "ram hits %llu misses %llu; unsafe keys skipped %llu",
+			 (unsigned long long)s3s.gets, (unsigned long long)s3s.heads,
+			 (unsigned long long)s3s.lists, (unsigned long long)s3s.retries,
+			 (unsigned long long)s3s.bytes_received, (unsigned long long)rts.hits,
+			 (unsigned long long)rts.misses, (unsigned long long)fst.unsafe_keys_skipped);
+	}
+	status = 0;
+out:
+	if (ms.ready_fd >= 0)
+		close(ms.ready_fd);   /* parent sees EOF: failure */
+	fs_free(fs);
+	if (client)
+		s3_client_free(client);
+	s3_creds_free(creds);
+	config_release(&cfg);
+	return status;
+}
+
+static int cmd_unmount(int argc, char **argv)
+{
+	char real[PATH_MAX], err[512];
+
+	if (argc != 1)
+		die_usage("unmount needs exactly one MOUNTPOINT");
+	if (!realpath(argv[0], real)) {
+		fprintf(stderr, "tierfs: %s: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	if (!tierfs_is_mountpoint(real)) {
+		fprintf(stderr, "tierfs: %s is not mounted\n", real);
+		return 1;
+	}
+	if (tierfs_unmount(real, err, sizeof(err)) != 0) {
+		fprintf(stderr, "tierfs: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		die_usage("missing command");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("tierfs %s\n", TIERFS_VERSION);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[1], "mount") == 0)
+		return cmd_mount(argc - 2, argv + 2);
+	if (strcmp(argv[1], "unmount") == 0 || strcmp(argv[1], "umount") == 0)
+		return cmd_unmount(argc - 2, argv + 2);
+	die_usage("unknown command");
+	return 2;
+}

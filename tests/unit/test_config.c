@@ -1,0 +1,149 @@
+/* Unit tests for src/common/config: options, sizes, sources, files. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+
+static char err[512];
+
+Test(config, sizes)
+{
+	uint64_t v;
+
+	cr_assert_eq(config_parse_size("8M", &v), 0);
+	cr_assert_eq(v, 8ull << 20);
+	cr_assert_eq(config_parse_size("512K", &v), 0);
+	cr_assert_eq(v, 512ull << 10);
+	cr_assert_eq(config_parse_size("4G", &v), 0);
+	cr_assert_eq(v, 4ull << 30);
+	cr_assert_eq(config_parse_size("4GiB", &v), 0);
+	cr_assert_eq(v, 4ull << 30);
+	cr_assert_eq(config_parse_size("1048576", &v), 0);
+	cr_assert_eq(v, 1048576);
+	cr_assert_neq(config_parse_size("", &v), 0);
+	cr_assert_neq(config_parse_size("-1M", &v), 0);
+	cr_assert_neq(config_parse_size("12X", &v), 0);
+	cr_assert_neq(config_parse_size("99999999999999999999T", &v), 0);
+	cr_assert_neq(config_parse_size("17000000T", &v), 0);   /* overflows 64 bits */
+}
+
+Test(config, set_values_and_reject_bad_ones)
+{
+	struct tierfs_config c;
+
+	config_init(&c);
+	cr_assert_eq(c.chunk_size, 8u << 20);
+	cr_assert_eq(config_set(&c, "chunk-size", "1M", err, sizeof(err)), 0);
+	cr_assert_eq(c.chunk_size, 1u << 20);
+	cr_assert_neq(config_set(&c, "chunk-size", "3M", err, sizeof(err)), 0);   /* not 2^n */
+	cr_assert_neq(config_set(&c, "chunk-size", "1K", err, sizeof(err)), 0);
+	cr_assert_eq(c.chunk_size, 1u << 20);
+	cr_assert_eq(config_set(&c, "file-mode", "0640", err, sizeof(err)), 0);
+	cr_assert_eq(c.file_mode, 0640);
+	cr_assert_neq(config_set(&c, "file-mode", "0999", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(&c, "path-style", NULL, err, sizeof(err)), 0);
+	cr_assert(c.path_style);
+	cr_assert_eq(config_set(&c, "path-style", "false", err, sizeof(err)), 0);
+	cr_assert_not(c.path_style);
+	cr_assert_neq(config_set(&c, "path-style", "maybe", err, sizeof(err)), 0);
+	cr_assert_neq(config_set(&c, "metadata-ttl", "-5", err, sizeof(err)), 0);
+	cr_assert_neq(config_set(&c, "no-such-key", "1", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "unknown option"));
+	cr_assert_eq(config_set(&c, "endpoint", "http://127.0.0.1:1", err, sizeof(err)), 0);
+	cr_assert_str_eq(c.endpoint, "http://127.0.0.1:1");
+	config_release(&c);
+}
+
+Test(config, source_uri)
+{
+	struct tierfs_config c;
+
+	config_init(&c);
+	cr_assert_eq(config_set_source(&c, "s3://bucket", err, sizeof(err)), 0);
+	cr_assert_str_eq(c.bucket, "bucket");
+	cr_assert_str_eq(c.prefix, "");
+	cr_assert_eq(config_set_source(&c, "s3://my-bucket/train/shards/", err, sizeof(err)), 0);
+	cr_assert_str_eq(c.bucket, "my-bucket");
+	cr_assert_str_eq(c.prefix, "train/shards/");
+	cr_assert_eq(config_set_source(&c, "s3://b.c.d/x", err, sizeof(err)), 0);
+	cr_assert_str_eq(c.prefix, "x/");
+	cr_assert_neq(config_set_source(&c, "gs://bucket", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://a..b", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://bucket/a/../b", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://bucket/a//b", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://bucket/./b", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "s3://bu/cket", err, sizeof(err)), 0);  /* too short */
+	/* a failed parse keeps the previous value */
+	cr_assert_str_eq(c.bucket, "b.c.d");
+	config_release(&c);
+}
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	strcpy(path, "/tmp/tierfs-config-test-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+Test(config, file_loads_and_names_bad_lines)
+{
+	struct tierfs_config c;
+	char *p;
+
+	config_init(&c);
+	p = write_tmp("# comment\nendpoint = http://127.0.0.1:7480\npath-style = true\n"
+		      "[mount]\nchunk-size = 2M\nmetadata-ttl = 5\n");
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.endpoint, "http://127.0.0.1:7480");
+	cr_assert(c.path_style);
+	cr_assert_eq(c.chunk_size, 2u << 20);
+	cr_assert_eq(c.metadata_ttl_s, 5);
+	unlink(p);
+
+	p = write_tmp("region = eu-west-1\nbogus = 1\n");
+	cr_assert_neq(config_load_file(&c, p, err, sizeof(err)), 0);
+	cr_assert(strstr(err, ":2:"), "error names line 2: %s", err);
+	cr_assert(strstr(err, "bogus"), "%s", err);
+	unlink(p);
+
+	p = write_tmp("[secrets]\nx = y\n");
+	cr_assert_neq(config_load_file(&c, p, err, sizeof(err)), 0);
+	unlink(p);
+
+	cr_assert_neq(config_load_file(&c, "/nonexistent/tierfs.conf", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "cannot open"));
+	config_release(&c);
+}
+
+Test(config, env_fallbacks_do_not_override)
+{
+	struct tierfs_config c;
+
+	config_init(&c);
+	setenv("AWS_ENDPOINT_URL_S3", "http://s3-specific:1", 1);
+	setenv("AWS_ENDPOINT_URL", "http://generic:1", 1);
+	unsetenv("AWS_REGION");
+	setenv("AWS_DEFAULT_REGION", "ap-south-1", 1);
+	config_apply_env(&c);
+	cr_assert_str_eq(c.endpoint, "http://s3-specific:1");
+	cr_assert_str_eq(c.region, "ap-south-1");
+	config_release(&c);
+
+	config_init(&c);
+	config_set(&c, "endpoint", "http://explicit:1", err, sizeof(err));
+	unsetenv("AWS_DEFAULT_REGION");
+	config_apply_env(&c);
+	cr_assert_str_eq(c.endpoint, "http://explicit:1");
+	cr_assert_str_eq(c.region, "us-east-1");
+	config_release(&c);
+}

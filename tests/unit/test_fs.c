@@ -1,0 +1,301 @@
+/* Unit tests for src/fs/fs over an in-memory object store: the tree a
+ * key set produces, lookups, reads across chunks, staleness, errors. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fake_objstore.h"
+#include "fs/fs.h"
+
+#define CS (64u * 1024)
+
+static struct fake_objstore *store;
+static struct tfs_fs *fs;
+
+static void put_pattern(const char *key, size_t len, unsigned seed)
+{
+	unsigned char *b = malloc(len ? len : 1);
+	for (size_t i = 0; i < len; i++)
+		b[i] = fake_byte(seed, i);
+	fake_objstore_put(store, key, b, len);
+	free(b);
+}
+
+static void setup(void)
+{
+	store = fake_objstore_new();
+	put_pattern("top.bin", 10, 1);
+	put_pattern("a/b/c.txt", 5, 2);
+	put_pattern("a/b/", 0, 0);            /* marker */
+	put_pattern("a/x", 3, 3);
+	put_pattern("x", 4, 4);               /* shadowed by directory x/ */
+	put_pattern("x/y", 4, 5);
+	put_pattern("h/../evil", 1, 6);
+	put_pattern("h//empty", 1, 7);
+	put_pattern("h/./dot", 1, 8);
+	put_pattern("h/ok", 1, 9);
+	put_pattern("big", 3 * CS + 17, 10);
+	put_pattern("pfx/inner/f", 2, 11);
+}
+
+static struct tfs_fs *mount_fs(const char *prefix, unsigned ttl_ms)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = prefix, .metadata_ttl_ms = ttl_ms,
+		.chunk_size = CS, .ram_bytes = 8 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555,
+	};
+	return fs_new(&c);
+}
+
+static void teardown(void)
+{
+	fs_free(fs);
+	objstore_free(&store->base);
+}
+
+/* Names of directory ino, joined by ',' with a trailing '/' on dirs. */
+static char *list_names(uint64_t ino)
+{
+	static char out[4096];
+	struct fs_dir *d;
+	const char *name;
+	bool is_dir;
+
+	out[0] = '\0';
+	cr_assert_eq(fs_opendir(fs, ino, &d), TFS_OK);
+	for (size_t i = 0; fs_dir_entry(d, i, &name, &is_dir); i++) {
+		strcat(out, name);
+		strcat(out, is_dir ? "/," : ",");
+	}
+	fs_releasedir(fs, d);
+	return out;
+}
+
+static uint64_t lookup(uint64_t parent, const char *name, int want_rc)
+{
+	struct fs_attr a;
+	int rc = fs_lookup(fs, parent, name, &a);
+	cr_assert_eq(rc, want_rc, "lookup %s: rc %d", name, rc);
+	return rc == TFS_OK ? a.ino : 0;
+}
+
+TestSuite(fs, .init = setup, .fini = teardown);
+
+Test(fs, root_listing_merges_and_directory_wins)
+{
+	struct fs_stats st;
+
+	fs = mount_fs("", 60000);
+	cr_assert_str_eq(list_names(FS_ROOT_INO), "a/,big,h/,pfx/,top.bin,x/,");
+	fs_stats(fs, &st);
+	cr_assert_eq(st.shadowed_files, 1);
+}
+
+Test(fs, unsafe_keys_left_out_and_counted)
+{
+	uint64_t h;
+	struct fs_stats st;
+
+	fs = mount_fs("", 60000);
+	h = lookup(FS_ROOT_INO, "h", TFS_OK);
+	cr_assert_str_eq(list_names(h), "ok,");
+	fs_stats(fs, &st);
+	cr_assert_eq(st.unsafe_keys_skipped, 3);
+	lookup(h, "..", TFS_E_NOENT);
+	lookup(h, ".", TFS_E_NOENT);
+}
+
+Test(fs, marker_makes_directory_not_file)
+{
+	uint64_t a, b;
+	struct fs_attr at;
+
+	fs = mount_fs("", 60000);
+	a = lookup(FS_ROOT_INO, "a", TFS_OK);
+	cr_assert_str_eq(list_names(a), "b/,x,");
+	b = lookup(a, "b", TFS_OK);
+	cr_assert_eq(fs_getattr(fs, b, &at), TFS_OK);
+	cr_assert(S_ISDIR(at.mode));
+	cr_assert_eq(at.mode & 07777, 0555);
+	cr_assert_str_eq(list_names(b), "c.txt,");
+}
+
+Test(fs, lookup_without_listing_asks_dir_first_then_head)
+{
+	struct fs_attr a;
+
+	fs = mount_fs("", 60000);
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "x", &a), TFS_OK);
+	cr_assert(a.is_dir, "x/ exists, so x is a directory");
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+	cr_assert_not(a.is_dir);
+	cr_assert_eq(a.size, 10);
+	cr_assert_eq(a.uid, 1);
+	cr_assert_eq(a.gid, 2);
+	cr_assert_eq(a.mode, S_IFREG | 0444);
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "missing", &a), TFS_E_NOENT);
+	cr_assert_eq(store->heads, 2);
+}
+
+Test(fs, lookup_uses_fresh_listing_without_requests)
+{
+	struct fs_attr a;
+	int lists, heads;
+
+	fs = mount_fs("", 60000);
+	list_names(FS_ROOT_INO);
+	lists = store->lists;
+	heads = store->heads;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "nope", &a), TFS_E_NOENT);
+	cr_assert_eq(store->lists, lists);
+	cr_assert_eq(store->heads, heads);
+}
+
+Test(fs, transient_errors_are_never_enoent)
+{
+	struct fs_attr a;
+	struct fs_dir *d;
+
+	fs = mount_fs("", 60000);
+	store->fail_rc = TFS_E_IO;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_IO);
+	cr_assert_eq(fs_opendir(fs, FS_ROOT_INO, &d), TFS_E_IO);
+	store->fail_rc = 0;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+}
+
+Test(fs, prefix_mount_shows_only_subtree)
+{
+	fs = mount_fs("pfx/", 60000);
+	cr_assert_str_eq(list_names(FS_ROOT_INO), "inner/,");
+}
+
+Test(fs, pagination_collects_every_page)
+{
+	char key[32];
+
+	for (int i = 0; i < 2500; i++) {
+		snprintf(key, sizeof(key), "many/k%05d", i);
+		fake_objstore_put(store, key, "z", 1);
+	}
+	store->page_size = 1000;
+	fs = mount_fs("", 60000);
+	{
+		uint64_t m = lookup(FS_ROOT_INO, "many", TFS_OK);
+		struct fs_dir *d;
+		const char *name;
+		bool is_dir;
+		size_t n = 0;
+		int before = store->lists;
+		cr_assert_eq(fs_opendir(fs, m, &d), TFS_OK);
+		while (fs_dir_entry(d, n, &name, &is_dir))
+			n++;
+		cr_assert_eq(n, 2500);
+		cr_assert_eq(store->lists - before, 3);
+		fs_dir_entry(d, 2499, &name, &is_dir);
+		cr_assert_str_eq(name, "k02499");
+		fs_releasedir(fs, d);
+	}
+}
+
+static void read_all_check(struct fs_file *f, uint64_t off, size_t size, unsigned seed,
+			   size_t want_bytes)
+{
+	struct fs_read r;
+	size_t pos = 0;
+
+	cr_assert_eq(fs_read(fs, f, off, size, &r), TFS_OK);
+	cr_assert_eq(r.bytes, want_bytes, "read %zu@%llu got %zu", size, (unsigned long long)off,
+		     r.bytes);
+	for (size_t i = 0; i < r.n; i++) {
+		const unsigned char *p = r.iov[i].iov_base;
+		for (size_t j = 0; j < r.iov[i].iov_len; j++, pos++)
+			cr_assert_eq(p[j], fake_byte(seed, off + pos), "byte %llu",
+				     (unsigned long long)(off + pos));
+	}
+	fs_read_done(fs, &r);
+}
+
+Test(fs, reads_cross_chunks_and_stop_at_eof)
+{
+	uint64_t ino;
+	struct fs_file *f;
+	bool keep;
+	size_t size = 3 * CS + 17;
+
+	fs = mount_fs("", 60000);
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	read_all_check(f, 0, 100, 10, 100);
+	read_all_check(f, CS - 10, 20, 10, 20);                /* boundary */
+	read_all_check(f, 1, 2 * CS + 5, 10, 2 * CS + 5);      /* three chunks */
+	read_all_check(f, size - 5, 100, 10, 5);               /* EOF */
+	read_all_check(f, size, 100, 10, 0);
+	read_all_check(f, size + 1000, 100, 10, 0);
+	/* 4 chunks exist; each fetched once despite overlapping reads */
+	cr_assert_eq(store->gets, 4);
+	fs_release(fs, f);
+}
+
+Test(fs, changed_object_gives_stale_never_mixed_bytes)
+{
+	uint64_t ino;
+	struct fs_file *f;
+	struct fs_read r;
+	bool keep;
+
+	fs = mount_fs("", 60000);
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	read_all_check(f, 0, 10, 10, 10);
+	put_pattern("big", 3 * CS + 17, 99);                   /* overwritten */
+	cr_assert_eq(fs_read(fs, f, 2 * CS, 10, &r), TFS_E_STALE);
+	/* the chunk already read is still the old version's, consistently */
+	read_all_check(f, 0, 10, 10, 10);
+	fs_release(fs, f);
+}
+
+Test(fs, reopen_after_ttl_sees_new_version)
+{
+	uint64_t ino;
+	struct fs_file *f;
+	bool keep;
+
+	fs = mount_fs("", 0);   /* TTL 0: always revalidate */
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	fs_release(fs, f);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	cr_assert(keep, "same ETag: kernel cache stays valid");
+	fs_release(fs, f);
+	put_pattern("big", 3 * CS + 17, 42);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	cr_assert_not(keep, "new ETag: kernel cache must be dropped");
+	read_all_check(f, 5, 50, 42, 50);
+	fs_release(fs, f);
+}
+
+Test(fs, forget_frees_nodes_but_not_root)
+{
+	struct fs_stats st;
+	uint64_t a;
+
+	fs = mount_fs("", 60000);
+	a = lookup(FS_ROOT_INO, "a", TFS_OK);
+	lookup(FS_ROOT_INO, "a", TFS_OK);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.nodes, 2);
+	fs_forget(fs, a, 1);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.nodes, 2);
+	fs_forget(fs, a, 1);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.nodes, 1);
+	fs_forget(fs, FS_ROOT_INO, 100);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.nodes, 1);
+}

@@ -1,0 +1,181 @@
+/* Unit tests for src/tiers/ram_tier: hits, bounds, refcounts, single-flight. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/tfs_err.h"
+#include "tiers/ram_tier.h"
+
+#define CS 4096
+
+struct counter {
+	atomic_int fills;
+	int fail_rc;
+	useconds_t delay;
+};
+
+static int fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+{
+	struct counter *c = ctx;
+
+	atomic_fetch_add(&c->fills, 1);
+	if (c->delay)
+		usleep(c->delay);
+	if (c->fail_rc)
+		return c->fail_rc;
+	memset(buf, (int)(id->index & 0xff), cap);
+	*len = cap - (size_t)id->index;   /* distinct lengths */
+	return TFS_OK;
+}
+
+Test(ram_tier, hit_after_miss_and_etag_separates_versions)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct chunk_id a = { "obj", "\"v1\"", 3 }, b = { "obj", "\"v2\"", 3 };
+	struct ram_tier_stats st;
+
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(chunk_ref_len(r), CS - 3);
+	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 3);
+	chunk_ref_put(t, r);
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	chunk_ref_put(t, r);
+	cr_assert_eq(c.fills, 1);
+	/* same key and index, another ETag: never the old bytes */
+	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &r), TFS_OK);
+	chunk_ref_put(t, r);
+	cr_assert_eq(c.fills, 2);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.hits, 1);
+	cr_assert_eq(st.misses, 2);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, capacity_bound_and_lru_victim)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct ram_tier_stats st;
+
+	for (uint64_t i = 0; i < 3; i++) {
+		struct chunk_id id = { "k", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		chunk_ref_put(t, r);
+	}
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.slots, 2);
+	cr_assert_eq(st.slots_used, 2);
+	cr_assert_eq(st.evictions, 1);
+	/* chunk 0 was the least recently used: it is gone, 1 and 2 stay */
+	{
+		struct chunk_id id2 = { "k", "e", 2 }, id0 = { "k", "e", 0 };
+		cr_assert_eq(ram_tier_get(t, &id2, fill, &c, &r), TFS_OK);
+		chunk_ref_put(t, r);
+		cr_assert_eq(c.fills, 3);
+		cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+		chunk_ref_put(t, r);
+		cr_assert_eq(c.fills, 4);
+	}
+	ram_tier_free(t);
+}
+
+Test(ram_tier, referenced_chunks_are_never_reused)
+{
+	struct ram_tier *t = ram_tier_new(1 * CS, CS);
+	struct counter c = { 0 };
+	struct chunk_ref *held, *other;
+	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
+	struct ram_tier_stats st;
+
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &held), TFS_OK);
+	/* the only slot is pinned: b is served from an overflow buffer */
+	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &other), TFS_OK);
+	cr_assert_eq(((const unsigned char *)chunk_ref_data(held))[0], 1);
+	cr_assert_eq(((const unsigned char *)chunk_ref_data(other))[0], 2);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.overflow, 1);
+	chunk_ref_put(t, other);
+	chunk_ref_put(t, held);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, failed_fill_caches_nothing)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct counter c = { .fail_rc = TFS_E_IO };
+	struct chunk_ref *r;
+	struct chunk_id a = { "k", "e", 0 };
+
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_E_IO);
+	cr_assert_null(r);
+	c.fail_rc = 0;
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	chunk_ref_put(t, r);
+	cr_assert_eq(c.fills, 2);
+	ram_tier_free(t);
+}
+
+struct racer {
+	struct ram_tier *t;
+	struct counter *c;
+	int rc;
+	unsigned char first;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct chunk_id id = { "hot", "e", 7 };
+	struct chunk_ref *ref;
+
+	r->rc = ram_tier_get(r->t, &id, fill, r->c, &ref);
+	if (r->rc == TFS_OK) {
+		r->first = ((const unsigned char *)chunk_ref_data(ref))[0];
+		chunk_ref_put(r->t, ref);
+	}
+	return NULL;
+}
+
+Test(ram_tier, concurrent_misses_fill_once)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct counter c = { .delay = 50000 };
+	pthread_t th[32];
+	struct racer rs[32];
+
+	for (int i = 0; i < 32; i++) {
+		rs[i] = (struct racer){ t, &c, -100, 0 };
+		pthread_create(&th[i], NULL, race, &rs[i]);
+	}
+	for (int i = 0; i < 32; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(rs[i].rc, TFS_OK);
+		cr_assert_eq(rs[i].first, 7);
+	}
+	cr_assert_eq(c.fills, 1);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, concurrent_failure_is_shared_not_retried_forever)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct counter c = { .delay = 50000, .fail_rc = TFS_E_STALE };
+	pthread_t th[8];
+	struct racer rs[8];
+
+	for (int i = 0; i < 8; i++) {
+		rs[i] = (struct racer){ t, &c, -100, 0 };
+		pthread_create(&th[i], NULL, race, &rs[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(rs[i].rc, TFS_E_STALE);
+	}
+	cr_assert_leq(c.fills, 8);
+	ram_tier_free(t);
+}
