@@ -59,7 +59,11 @@ struct objstore_ops {
 	 * bytes).  if_match: ETag the object must still have (NULL = any);
 	 * a mismatch is TFS_E_STALE.  *got = bytes stored; it is < len only
 	 * when the object ends before off+len.  A short or over-long body is
-	 * retried, never returned as data. */
+	 * retried, never returned as data.  len == 0 sends nothing (TFS_OK,
+	 * *got = 0).  An empty object gives TFS_OK, *got = 0 for off == 0;
+	 * off at or past the end of a non-empty object is TFS_E_RANGE (S3
+	 * answers 416 there without the size, so callers that know the size
+	 * should not ask). */
 	int (*get_range)(struct objstore *os, const char *key, const char *if_match,
 			 uint64_t off, size_t len, void *buf, size_t *got,
 			 struct tfs_errinfo *ei);

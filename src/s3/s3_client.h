@@ -22,32 +22,43 @@ struct s3_config {
 	const char *endpoint;      /* "http(s)://host[:port]"; NULL = AWS for region */
 	const char *region;        /* NULL = "us-east-1" */
 	const char *bucket;        /* required */
-	bool path_style;           /* else virtual-hosted (bucket.host) */
+	bool path_style;           /* else virtual-hosted (bucket.host): needs a
+	                            * DNS-style bucket and a host name, not an IP */
 	const char *access_key;    /* NULL/"" = anonymous (unsigned) requests */
 	const char *secret_key;
 	const char *session_token; /* NULL = none */
-	const char *ca_bundle;     /* NULL = system default; TLS verify always on */
+	const char *ca_bundle;     /* NULL = $AWS_CA_BUNDLE if set, else curl's
+	                            * default; read once, in s3_client_new().
+	                            * TLS peer and host verification always on */
 	unsigned max_connections;  /* pool bound; 0 = 16 */
 	unsigned max_retries;      /* 0 = no retry */
 	unsigned backoff_base_ms;  /* first backoff; 0 = 50 */
 	unsigned backoff_max_ms;   /* cap; 0 = 2000 */
 	unsigned connect_timeout_ms; /* 0 = 5000 */
-	unsigned stall_timeout_ms; /* abort a transfer with no progress for this long; 0 = 15000 */
+	unsigned stall_timeout_ms; /* abort (and retry) an attempt when no byte has
+	                            * moved this long after the request went out;
+	                            * 0 = 15000, at least 1000, ~1 s granularity */
 };
 
 struct s3_client;
 
 /* Copy cfg (strings included) and set up the pool.  NULL on bad config
- * (message in ei->message) or out of memory.  Does no network I/O. */
+ * (message in ei->message) or out of memory.  Does no network I/O.
+ * Keys passed to any call must be non-empty C strings of at most 1024
+ * bytes (TFS_E_INVAL / TFS_E_NAMETOOLONG otherwise).  Connect failures
+ * (refused, DNS, TLS handshake) give TFS_E_CONNECT after at most two
+ * quick retries, a connect timeout after one connect_timeout_ms, so a
+ * dead endpoint fails within seconds. */
 struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo *ei);
 
 /* The objstore view of c (same lifetime; objstore_free() frees c). */
 struct objstore *s3_client_objstore(struct s3_client *c);
 
+/* Free c; no call may be in flight.  Secrets are wiped.  NULL is a no-op. */
 void s3_client_free(struct s3_client *c);
 
 /* Check that the bucket exists and the credentials work (one LIST of at
- * most one key under prefix).  TFS_E_NOBUCKET, TFS_E_AUTH, TFS_E_ACCESS,
+ * most one key under prefix, prefix may be NULL).  TFS_E_NOBUCKET, TFS_E_AUTH, TFS_E_ACCESS,
  * TFS_E_CONNECT or TFS_E_IO with detail in ei. */
 int s3_client_check(struct s3_client *c, const char *prefix, struct tfs_errinfo *ei);
 
@@ -57,6 +68,8 @@ int s3_client_check(struct s3_client *c, const char *prefix, struct tfs_errinfo 
 int s3_client_put(struct s3_client *c, const char *key, const void *body, size_t len,
 		  char *etag_out, struct tfs_errinfo *ei);
 int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *ei);
+/* PUT the bucket; one we already own counts as success.  A
+ * LocationConstraint is sent only to AWS outside us-east-1. */
 int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei);
 
 /* Counters since creation (monotonic, relaxed atomics). */

@@ -12,8 +12,12 @@
 /* Parse a ListObjectsV2Result.  url_encoded: the request used
  * encoding-type=url, so Key/Prefix values are percent-decoded (a decoded
  * key may contain any byte, NUL included; key_len tells its length and
- * the string is NUL-terminated after it).  On success *out is a new page.
- * TFS_E_PROTO on malformed XML or a missing required element. */
+ * the string is NUL-terminated after it).  As AWS form-encodes, '+'
+ * decodes to a space (a literal '+' arrives as %2B, from radosgw too).
+ * An <EncodingType> in the reply overrides url_encoded.  On success *out
+ * is a new page.  TFS_E_PROTO on malformed XML, any DTD, a missing
+ * required element (IsTruncated; Key and Size of each Contents;
+ * NextContinuationToken when truncated) or a bad escape, number or date. */
 int s3_xml_parse_list(const char *xml, size_t len, bool url_encoded,
 		      struct obj_list_page **out);
 

@@ -77,7 +77,9 @@ static int fake_get(struct objstore *os, const char *key, const char *if_match, 
 		return TFS_E_NOENT;
 	if (if_match && strcmp(if_match, o->etag) != 0)
 		return TFS_E_STALE;
-	if (off > o->len)
+	/* as S3: 416 for a range starting at or past the end, except that an
+	 * empty object answers a read at 0 with no bytes */
+	if (off > o->len || (off == o->len && o->len > 0))
 		return TFS_E_RANGE;
 	*got = o->len - off < len ? o->len - off : len;
 	memcpy(buf, o->data + off, *got);
