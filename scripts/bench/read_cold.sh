@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# read_cold.sh - cold sequential read of one object through the mount vs
+# one curl GET of the same object, in the same run, against a local
+# radosgw.  Prints a markdown table: per run curl MiB/s, tierfs MiB/s,
+# their ratio (goal >= 0.8 before read-ahead exists) and the daemon's
+# peak RSS (VmHWM) during the read.
+#
+#   bash scripts/bench/read_cold.sh [SIZE_MIB (256)] [RUNS (5)]
+#
+# Each run: drop the kernel page cache, curl GET to /dev/null; drop it
+# again, mount a fresh daemon (empty RAM tier = cold), dd bs=1M to
+# /dev/null, read VmHWM, unmount.  curl and tierfs alternate so drift in
+# the machine's load hits both alike.  Extra mount options can be given in
+# TIERFS_BENCH_MOUNT_OPTS (e.g. "--chunk-size 16M").
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+SIZE_MIB=${1:-256}
+RUNS=${2:-5}
+MNT=$(mktemp -d "${TMPDIR:-/tmp}/tierfs-bench-mnt.XXXXXX")
+export RGW_DIR=${TMPDIR:-/tmp}/tierfs-bench-rgw
+# shellcheck disable=SC2206
+EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
+
+cleanup() {
+	grep -q " $MNT " /proc/mounts && { build/tierfs unmount "$MNT" || umount -l "$MNT"; }
+	rmdir "$MNT" 2>/dev/null || true
+	rm -f "$MNT.rgw.log"
+	bash scripts/rgw/stop-rgw.sh --purge >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+bash scripts/setup.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+# shellcheck source=../lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
+rgw_start "$MNT.rgw.log" || { tail -n 30 "$MNT.rgw.log"; exit 1; }
+S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)
+"${S3UTIL[@]}" mb bench >/dev/null
+"${S3UTIL[@]}" put-bytes bench obj $((SIZE_MIB * 1024 * 1024)) 7 >/dev/null
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
+now() { date +%s.%N; }
+
+bytes=$((SIZE_MIB * 1024 * 1024))
+echo "| run | curl GET MiB/s | tierfs MiB/s | ratio | tierfs peak RSS MiB |"
+echo "|---|---|---|---|---|"
+ratios=()
+for run in $(seq "$RUNS"); do
+	drop_caches
+	t0=$(now)
+	curl -sS --fail --aws-sigv4 "aws:amz:${AWS_DEFAULT_REGION}:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -o /dev/null "$S3_ENDPOINT/bench/obj"
+	t1=$(now)
+	curl_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+
+	drop_caches
+	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style "${EXTRA[@]}" &
+	pid=$!
+	for _ in $(seq 100); do grep -q " $MNT " /proc/mounts && break; sleep 0.05; done
+	t0=$(now)
+	dd if="$MNT/obj" of=/dev/null bs=1M status=none
+	t1=$(now)
+	hwm=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
+	build/tierfs unmount "$MNT"
+	wait "$pid"
+	fs_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	ratio=$(awk -v c="$curl_s" -v f="$fs_s" 'BEGIN { printf "%.2f", c / f }')
+	ratios+=("$ratio")
+	echo "| $run | $(mibs "$bytes" "$curl_s") | $(mibs "$bytes" "$fs_s") | $ratio | $hwm |"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+echo
+echo "median ratio tierfs/curl: $median (object ${SIZE_MIB} MiB, 1 MiB reads, cold; $(nproc) cores)"

@@ -1,0 +1,28 @@
+# common.sh - helpers sourced by tierfs's scripts (test, demo, bench).
+
+# free_port: print a TCP port P on 127.0.0.1 such that nobody listens on P
+# or P+1 (radosgw's monitor uses two consecutive ports).
+free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+			! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# rgw_start: start a throwaway radosgw in $RGW_DIR on free ports and export
+# its endpoint and credentials (S3_ENDPOINT, AWS_*).  Output goes to $1.
+rgw_start() {
+	local log=$1
+	RGW_PORT=$(free_port) && RGW_MON_PORT=$(free_port) || return 1
+	export RGW_PORT RGW_MON_PORT
+	bash "$(dirname "${BASH_SOURCE[0]}")/../rgw/start-rgw.sh" >"$log" 2>&1 || return 1
+	# shellcheck disable=SC1091
+	source "$RGW_DIR/env"
+	export S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# test.sh - set up, build and run every tierfs test on a Debian 12 machine
+# (as root).  This is the README's test command; .ci/run calls exactly it.
+#
+#   1. scripts/setup.sh installs what is missing (fast when nothing is);
+#   2. two builds: build/ (debugoptimized, warnings as errors) and
+#      build-asan/ (ASan + UBSan);
+#   3. a throwaway radosgw on loopback (scripts/rgw/start-rgw.sh), stopped
+#      from the exit trap;
+#   4. every Criterion test binary of both builds: unit tests, then
+#      integration tests that mount for real (the ASan daemon for the ASan
+#      pass).
+# Ends with one line "N passed, N failed" counting individual tests
+# (Criterion's own counts; a binary that crashes or hangs without a
+# summary counts as one failure).  Exit status 0 only when nothing failed.
+#
+# Knobs: TIERFS_TEST_SKIP_ASAN=1 skips the sanitizer pass;
+#        TIERFS_TEST_FILTER=glob runs only binaries whose name matches.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+LOG_DIR=$ROOT/build-logs
+mkdir -p "$LOG_DIR"
+
+step() { echo "== $*"; }
+die() { echo "test.sh: ERROR: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+step "setup"
+bash scripts/setup.sh || die "scripts/setup.sh failed"
+
+# shellcheck source=lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
+
+build() { # build DIR [meson options...]
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >"$LOG_DIR/setup-$dir.log" 2>&1 ||
+			{ tail -n 30 "$LOG_DIR/setup-$dir.log"; return 1; }
+	fi
+	ninja -C "$dir" >"$LOG_DIR/build-$dir.log" 2>&1 ||
+		{ grep -E "error|FAILED" "$LOG_DIR/build-$dir.log" | head -n 40; return 1; }
+}
+
+step "build (debugoptimized, -Werror)"
+build build -Dwerror=true || die "build failed (log: $LOG_DIR/build-build.log)"
+BUILDS=(build)
+if [ "${TIERFS_TEST_SKIP_ASAN:-0}" != 1 ]; then
+	step "build (ASan + UBSan)"
+	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug ||
+		die "sanitizer build failed (log: $LOG_DIR/build-build-asan.log)"
+	BUILDS+=(build-asan)
+fi
+
+step "start radosgw"
+export RGW_DIR=${TMPDIR:-/tmp}/tierfs-test-rgw-$$
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tierfs-test.XXXXXX")
+cleanup() {
+	# never leave a mount behind: lazily detach anything under our scratch dir
+	grep -o " $TEST_TMP[^ ]*" /proc/mounts 2>/dev/null | while read -r m; do umount -l "$m" 2>/dev/null; done
+	bash "$ROOT/scripts/rgw/stop-rgw.sh" --purge >/dev/null 2>&1
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+rgw_start "$LOG_DIR/rgw-start.log" ||
+	{ tail -n 30 "$LOG_DIR/rgw-start.log"; die "radosgw did not start"; }
+# the harness must never pick up credentials or endpoints from elsewhere
+unset AWS_PROFILE AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN
+echo "radosgw at $S3_ENDPOINT"
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+
+# run_bin BUILD NAME: run one Criterion binary, add its counts
+run_bin() {
+	local b=$1 name=$2 exe=$1/tests/$2 log=$LOG_DIR/$1-$2.log rc line tested passing
+	export TIERFS_BIN=$ROOT/$b/tierfs
+	export TIERFS_PROXY_BIN=$ROOT/$b/tests/tierfs-faultproxy
+	export TIERFS_S3UTIL_BIN=$ROOT/$b/tests/tierfs-s3util
+	export TIERFS_TEST_TMP=$TEST_TMP
+	timeout -k 10 1200 "$exe" --jobs 1 --verbose=0 >"$log" 2>&1
+	rc=$?
+	line=$(grep -a "Synthesis: Tested:" "$log" | tail -n 1)
+	if [ -n "$line" ]; then
+		tested=$(sed -E 's/.*Tested: ([0-9]+).*/\1/' <<<"$line")
+		passing=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
+		PASSED=$((PASSED + passing))
+		FAILED=$((FAILED + tested - passing))
+		if [ "$passing" != "$tested" ] || [ "$rc" != 0 ]; then
+			[ "$passing" = "$tested" ] && FAILED=$((FAILED + 1))
+			FAILED_NAMES+=("$b/$name")
+			echo "FAIL $b/$name ($line, exit $rc)"
+			grep -a -E "\[(FAIL|----)\]|ERROR|runtime error|Sanitizer" "$log" | head -n 40
+		else
+			echo "ok   $b/$name: $passing tests"
+		fi
+	else
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("$b/$name")
+		echo "FAIL $b/$name (no summary, exit $rc)"
+		tail -n 30 "$log"
+	fi
+}
+
+for b in "${BUILDS[@]}"; do
+	step "tests: $b"
+	for kind in unit integration; do
+		for name in $(meson introspect "$b" --tests | python3 -c '
+import json, sys
+kind = sys.argv[1]
+for t in json.load(sys.stdin):
+    if kind in t["suite"] or any(s.endswith(":" + kind) for s in t["suite"]):
+        print(t["name"])' "$kind"); do
+			# shellcheck disable=SC2053
+			[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
+			run_bin "$b" "$name"
+		done
+	done
+done
+
+echo
+if [ "${#FAILED_NAMES[@]}" -gt 0 ]; then
+	echo "failed: ${FAILED_NAMES[*]} (logs in $LOG_DIR)"
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
