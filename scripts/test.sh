@@ -85,6 +85,12 @@ run_bin() {
 	timeout -k 10 1200 "$exe" --jobs 1 --verbose=0 >"$log" 2>&1
 	rc=$?
 	line=$(grep -a "Synthesis: Tested:" "$log" | tail -n 1)
+	# Criterion does not fail a test whose worker LeakSanitizer or UBSan
+	# reported on: any such report fails the binary
+	if grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log"; then
+		echo "sanitizer report in $log"
+		rc=86
+	fi
 	if [ -n "$line" ]; then
 		tested=$(sed -E 's/.*Tested: ([0-9]+).*/\1/' <<<"$line")
 		passing=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")

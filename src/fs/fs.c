@@ -57,13 +57,21 @@ struct fs_node {
 	struct fs_node *next_ino, *next_name;
 };
 
+/* Open handles are on a list owned by the fs: a daemon stopped by a
+ * signal never gets the kernel's releases, and fs_free() frees them. */
+struct fs_handle_link {
+	struct fs_handle_link *prev, *next;
+};
+
 struct fs_dir {
+	struct fs_handle_link link;   /* first member */
 	uint64_t ino, parent;
 	char *key;
 	struct dir_listing *listing;
 };
 
 struct fs_file {
+	struct fs_handle_link link;   /* first member */
 	char *key;
 	char etag[OBJ_ETAG_MAX];
 	uint64_t size;
@@ -78,6 +86,7 @@ struct tfs_fs {
 	struct fs_node **by_ino, **by_name;
 	size_t n_buckets, n_nodes;
 	uint64_t next_ino;
+	struct fs_handle_link files, dirs;  /* list heads of open handles */
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 };
 
@@ -87,6 +96,24 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void handle_add(struct tfs_fs *fs, struct fs_handle_link *head, struct fs_handle_link *l)
+{
+	pthread_mutex_lock(&fs->lock);
+	l->next = head->next;
+	l->prev = head;
+	head->next->prev = l;
+	head->next = l;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void handle_del(struct tfs_fs *fs, struct fs_handle_link *l)
+{
+	pthread_mutex_lock(&fs->lock);
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	pthread_mutex_unlock(&fs->lock);
 }
 
 static bool fresh(const struct tfs_fs *fs, uint64_t at_ms)
@@ -472,6 +499,8 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	root->nlookup = 1;
 	fs->next_ino = FS_ROOT_INO + 1;
 	fs->mount_time = time(NULL);
+	fs->files.next = fs->files.prev = &fs->files;
+	fs->dirs.next = fs->dirs.prev = &fs->dirs;
 	pthread_mutex_init(&fs->lock, NULL);
 	node_link(fs, root);
 	return fs;
@@ -486,10 +515,33 @@ fail:
 	return NULL;
 }
 
+static void dir_free(struct fs_dir *d)
+{
+	listing_put(d->listing);
+	free(d->key);
+	free(d);
+}
+
+static void file_free(struct fs_file *f)
+{
+	free(f->key);
+	free(f);
+}
+
 void fs_free(struct tfs_fs *fs)
 {
 	if (!fs)
 		return;
+	while (fs->files.next != &fs->files) {
+		struct fs_handle_link *l = fs->files.next;
+		handle_del(fs, l);
+		file_free((struct fs_file *)l);
+	}
+	while (fs->dirs.next != &fs->dirs) {
+		struct fs_handle_link *l = fs->dirs.next;
+		handle_del(fs, l);
+		dir_free((struct fs_dir *)l);
+	}
 	for (size_t i = 0; i < fs->n_buckets; i++) {
 		for (struct fs_node *n = fs->by_ino[i], *next; n; n = next) {
 			next = n->next_ino;
@@ -702,6 +754,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	if (n->listing && fresh(fs, n->listing->fetched_ms)) {
 		d->listing = listing_get(n->listing);
 		pthread_mutex_unlock(&fs->lock);
+		handle_add(fs, &fs->dirs, &d->link);
 		*out = d;
 		return TFS_OK;
 	}
@@ -718,6 +771,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	d->listing = l;
+	handle_add(fs, &fs->dirs, &d->link);
 	*out = d;
 	return TFS_OK;
 unlock:
@@ -772,12 +826,10 @@ uint64_t fs_dir_parent_ino(const struct fs_dir *d)
 
 void fs_releasedir(struct tfs_fs *fs, struct fs_dir *d)
 {
-	(void)fs;
 	if (!d)
 		return;
-	listing_put(d->listing);
-	free(d->key);
-	free(d);
+	handle_del(fs, &d->link);
+	dir_free(d);
 }
 
 int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
@@ -796,6 +848,7 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 		return rc;
 	}
 	atomic_fetch_add(&fs->open_files, 1);
+	handle_add(fs, &fs->files, &f->link);
 	*out = f;
 	return TFS_OK;
 }
@@ -876,8 +929,8 @@ void fs_release(struct tfs_fs *fs, struct fs_file *f)
 	if (!f)
 		return;
 	atomic_fetch_sub(&fs->open_files, 1);
-	free(f->key);
-	free(f);
+	handle_del(fs, &f->link);
+	file_free(f);
 }
 
 void fs_stats(struct tfs_fs *fs, struct fs_stats *out)

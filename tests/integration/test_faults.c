@@ -1,0 +1,406 @@
+/* test_faults.c - reads and lookups through tierfs-faultproxy.
+ *
+ * Each test gets its own bucket and proxy and mounts through the proxy.
+ * Faults are armed after the mount's own start-up requests, scoped by
+ * method and by a path substring ("/BUCKET/KEY" for object GETs,
+ * "list-type" for LIST) so they hit exactly the requests under test.
+ * Transient faults must be invisible (right bytes, retries counted by the
+ * proxy); persistent ones must surface as EIO in bounded time - never as
+ * ENOENT, never as wrong or missing data - and must not stick once the
+ * fault is gone.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define F_KEY "f.bin"
+#define F_SEED 0xf00du
+#define F_SIZE (3 * IT_MIB + 5)
+#define DEEP_KEY "zzz/deep/file.bin"
+#define DEEP_SEED 0xdee9u
+#define DEEP_SIZE 100000u
+#define N_LIST 1500
+
+static struct it_env env;
+static struct it_bucket bucket;
+static struct it_proxy proxy;
+static struct it_mount mnt;
+static char obj_path[160];         /* "/BUCKET/f.bin": matches object GETs only */
+
+static void faults_init(void)
+{
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_not_null(env.proxy_bin, "TIERFS_PROXY_BIN not set");
+	cr_assert_eq(it_bucket_create(&env, "faults", &bucket), 0, "create bucket");
+	/* "aaa.txt" sorts first, so a one-key LIST at mount time returns it
+	 * and tells nothing about zzz/ */
+	cr_assert_eq(it_put_gen(&bucket, "aaa.txt", 1, 100), 0);
+	cr_assert_eq(it_put_gen(&bucket, F_KEY, F_SEED, F_SIZE), 0);
+	cr_assert_eq(it_put_gen(&bucket, DEEP_KEY, DEEP_SEED, DEEP_SIZE), 0);
+	it_fmt(obj_path, sizeof(obj_path), "/%s/%s", bucket.name, F_KEY);
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
+}
+
+static void faults_fini(void)
+{
+	it_cleanup();
+	it_proxy_stop(&proxy);
+	if (bucket.client) {
+		it_bucket_empty(&bucket);
+		it_bucket_close(&bucket);
+	}
+}
+
+TestSuite(faults, .init = faults_init, .fini = faults_fini, .timeout = 120);
+
+/* Mount through the proxy with --chunk-size 1M plus extra. */
+static void mount_via_proxy(const char *const *extra)
+{
+	const char *opts[24];
+	size_t n = 0;
+	opts[n++] = "--chunk-size";
+	opts[n++] = "1M";
+	opts[n++] = "-vv";
+	for (size_t i = 0; extra && extra[i] && n < 23; i++)
+		opts[n++] = extra[i];
+	opts[n] = NULL;
+	char src[128];
+	it_fmt(src, sizeof(src), "s3://%s", bucket.name);
+	if (it_mount(&env, src, proxy.url, opts, &mnt) != 0)
+		cr_assert_fail("mount through the proxy failed (status %d): %s", mnt.status,
+			 it_mount_log(&mnt));
+}
+
+static void path_of(const char *rel, char *out, size_t n)
+{
+	it_fmt(out, n, "%s/%s", mnt.dir, rel);
+}
+
+/* Look the file up (so faults armed next hit only the reads). */
+static void lookup_ok(const char *rel, uint64_t size)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	path_of(rel, p, sizeof(p));
+	cr_assert_eq(stat(p, &st), 0, "stat %s: %s", rel, strerror(errno));
+	cr_assert_eq((uint64_t)st.st_size, size, "%s: size %lld", rel, (long long)st.st_size);
+}
+
+/* Read all of rel with 128 KiB reads; it must be exactly the upload. */
+static void read_all_ok(const char *rel, uint64_t seed, uint64_t size)
+{
+	char p[PATH_MAX];
+	path_of(rel, p, sizeof(p));
+	int fd = open(p, O_RDONLY);
+	if (fd < 0) {
+		int err = errno;
+		char *log = it_mount_log(&mnt);
+		size_t ll = strlen(log);
+		cr_assert_fail("open %s: %s; daemon log ends: %s", rel, strerror(err),
+			       log + (ll > 3000 ? ll - 3000 : 0));
+	}
+	char *buf = malloc(size + 1);
+	ssize_t r = it_pread_full(fd, buf, size + 1, 0);
+	cr_assert_eq(r, (ssize_t)size, "read %s: %zd (%s), want %llu", rel, r,
+		     r < 0 ? strerror(errno) : "", (unsigned long long)size);
+	int64_t bad = it_gen_mismatch(seed, 0, buf, size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", rel, (long long)bad);
+	free(buf);
+	close(fd);
+}
+
+static void unmount_ok(void)
+{
+	int st = it_unmount(&mnt);
+	char *log = it_mount_log(&mnt);
+	cr_expect_eq(st, 0, "daemon exit status %d; log: %s", st, log);
+	if (env.secret_key)
+		cr_expect_null(strstr(log, env.secret_key), "secret in the daemon's output");
+	free(log);
+}
+
+/* A transient fault on the object GETs: the read must succeed with the
+ * right bytes, and the proxy must have injected exactly `faults`. */
+static double transient_get_fault(const char *kind, unsigned count, const char *more,
+				  const char *const *extra)
+{
+	mount_via_proxy(extra);
+	lookup_ok(F_KEY, F_SIZE);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=%s&count=%u&method=GET&path=%s%s", kind, count,
+				    obj_path, more), 0);
+	double t0 = it_now();
+	read_all_ok(F_KEY, F_SEED, F_SIZE);
+	double secs = it_now() - t0;
+	long long faults = it_proxy_stat(&proxy, "faults");
+	long long gets = it_proxy_stat(&proxy, "GET");
+	cr_expect_eq(faults, (long long)count, "%s: proxy injected %lld faults, armed %u", kind,
+		     faults, count);
+	/* F_SIZE spans 4 chunks: at least one good GET besides the failures */
+	cr_expect_geq(gets, (long long)count + 1, "%s: only %lld GETs for %u faults", kind, gets,
+		      count);
+	cr_expect_lt(secs, 15.0, "%s: read took %.1f s", kind, secs);
+	cr_log_info("%s%s x%u: %lld GETs, %.2f s", kind, more, count, gets, secs);
+	unmount_ok();
+	return secs;
+}
+
+Test(faults, get_503_twice_then_ok)
+{
+	transient_get_fault("503", 2, "", NULL);
+}
+
+Test(faults, get_500_once_then_ok)
+{
+	transient_get_fault("500", 1, "", NULL);
+}
+
+Test(faults, get_reset_mid_body)
+{
+	transient_get_fault("reset", 1, "&after=100000", NULL);
+}
+
+Test(faults, get_truncate_mid_body)
+{
+	transient_get_fault("truncate", 1, "&after=300001", NULL);
+}
+
+Test(faults, get_reset_before_response)
+{
+	transient_get_fault("reset_before", 2, "", NULL);
+}
+
+/* The proxy stalls one GET for 60 s after `after` body bytes: only the
+ * stall timeout (2 s) saves the read.  "No progress for 2 s" must be seen
+ * within the timeout plus slack (one retry backoff, scheduling): 5 s. */
+static void stall_case(const char *after)
+{
+	const char *extra[] = { "--stall-timeout", "2", NULL };
+	char more[64];
+	it_fmt(more, sizeof(more), "&after=%s&ms=60000", after);
+	double secs = transient_get_fault("stall", 1, more, extra);
+	cr_expect_lt(secs, 5.0, "stall after %s bytes: read took %.1f s with --stall-timeout 2",
+		     after, secs);
+	cr_expect_gt(secs, 1.5, "stall after %s bytes: read took only %.1f s: no stall?", after,
+		     secs);
+}
+
+Test(faults, get_stall_before_body_detected)
+{
+	stall_case("0");
+}
+
+Test(faults, get_stall_mid_body_detected)
+{
+	stall_case("65536");
+}
+
+Test(faults, get_503_forever_is_eio_then_recovers)
+{
+	const char *extra[] = { "--max-retries", "2", NULL };
+	mount_via_proxy(extra);
+	lookup_ok(F_KEY, F_SIZE);
+	char p[PATH_MAX];
+	path_of(F_KEY, p, sizeof(p));
+	int fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=1000000&method=GET&path=%s",
+				    obj_path), 0);
+	char *buf = malloc(IT_MIB);
+	double t0 = it_now();
+	errno = 0;
+	ssize_t r = pread(fd, buf, 65536, 0);
+	double secs = it_now() - t0;
+	cr_expect(r < 0 && errno == EIO, "read under persistent 503: %zd (%s), want EIO", r,
+		  strerror(errno));
+	cr_expect_lt(secs, 15.0, "EIO took %.1f s", secs);
+	long long faults = it_proxy_stat(&proxy, "faults");
+	/* one ranged GET = 1 try + 2 retries; the kernel and read-ahead may
+	 * ask a few times, but not unboundedly */
+	cr_expect_geq(faults, 3, "only %lld failed GETs: --max-retries 2 not used?", faults);
+	cr_expect_leq(faults, 60, "%lld failed GETs for one read", faults);
+
+	cr_assert_eq(it_proxy_clear(&proxy), 0);
+	r = it_pread_full(fd, buf, IT_MIB, 0);
+	cr_assert_eq(r, (ssize_t)IT_MIB, "read after clearing the fault: %zd (%s)", r,
+		     r < 0 ? strerror(errno) : "");
+	cr_expect_eq(it_gen_mismatch(F_SEED, 0, buf, IT_MIB), -1, "wrong bytes after recovery");
+	free(buf);
+	close(fd);
+	read_all_ok(F_KEY, F_SEED, F_SIZE);
+	unmount_ok();
+}
+
+Test(faults, lookup_under_persistent_503_is_eio_not_enoent)
+{
+	const char *extra[] = { "--max-retries", "2", NULL };
+	mount_via_proxy(extra);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	/* every request fails: LIST, HEAD, GET */
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=1000000"), 0);
+	char p[PATH_MAX];
+	path_of(DEEP_KEY, p, sizeof(p));
+	struct stat st;
+	double t0 = it_now();
+	errno = 0;
+	int r = stat(p, &st);
+	double secs = it_now() - t0;
+	cr_expect(r < 0 && errno == EIO, "stat %s under persistent 503: %d (%s), want EIO",
+		  DEEP_KEY, r, strerror(errno));
+	cr_expect_lt(secs, 15.0, "lookup failure took %.1f s", secs);
+	cr_expect_gt(it_proxy_stat(&proxy, "faults"), 0, "the lookup sent no request");
+
+	/* a failed lookup is not remembered as absent */
+	cr_assert_eq(it_proxy_clear(&proxy), 0);
+	lookup_ok(DEEP_KEY, DEEP_SIZE);
+	read_all_ok(DEEP_KEY, DEEP_SEED, DEEP_SIZE);
+	unmount_ok();
+}
+
+Test(faults, open_with_head_500_is_eio_not_enoent)
+{
+	const char *extra[] = { "--max-retries", "2", "--metadata-ttl", "0", NULL };
+	mount_via_proxy(extra);
+	lookup_ok(F_KEY, F_SIZE);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=500&count=1000000&method=HEAD"), 0);
+	char p[PATH_MAX];
+	path_of(F_KEY, p, sizeof(p));
+	errno = 0;
+	int fd = open(p, O_RDONLY);
+	int err = errno;
+	long long heads = it_proxy_stat(&proxy, "HEAD");
+	cr_expect(!(fd < 0 && err == ENOENT), "open under HEAD 500s gave ENOENT");
+	if (heads > 0) {
+		/* it asked, and the answer was 500 every time */
+		cr_expect(fd < 0 && err == EIO, "open after %lld failed HEADs: fd %d (%s), want EIO",
+			  heads, fd, strerror(err));
+	} else {
+		cr_expect_geq(fd, 0, "open failed (%s) without sending a HEAD", strerror(err));
+	}
+	if (fd >= 0)
+		close(fd);
+	cr_assert_eq(it_proxy_clear(&proxy), 0);
+	read_all_ok(F_KEY, F_SEED, F_SIZE);
+	unmount_ok();
+}
+
+/* Names of mnt/rel, or NULL with *err = errno when listing failed. */
+static char **list_dir(const char *rel, size_t *n, int *err)
+{
+	char p[PATH_MAX];
+	path_of(rel, p, sizeof(p));
+	*n = 0;
+	*err = 0;
+	errno = 0;
+	DIR *d = opendir(p);
+	if (!d) {
+		*err = errno;
+		return NULL;
+	}
+	char **names = NULL;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		names = realloc(names, (*n + 1) * sizeof(*names));
+		names[(*n)++] = strdup(de->d_name);
+		errno = 0;
+	}
+	*err = errno;
+	closedir(d);
+	return names;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void upload_list_dir(void)
+{
+	struct it_obj *objs = calloc(N_LIST, sizeof(*objs));
+	char (*keys)[32] = calloc(N_LIST, 32);
+	for (unsigned i = 0; i < N_LIST; i++) {
+		it_fmt(keys[i], 32, "list/e%04u", i);
+		objs[i] = (struct it_obj){ keys[i], i, i % 10 };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, N_LIST, 8), 0);
+	free(objs);
+	free(keys);
+}
+
+/* The listing must be exactly list/e0000..e1499. */
+static void check_list_names(char **names, size_t n)
+{
+	cr_assert_eq(n, N_LIST, "listing has %zu names, want %u", n, N_LIST);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (unsigned i = 0; i < N_LIST; i++) {
+		char want[16];
+		it_fmt(want, sizeof(want), "e%04u", i);
+		cr_assert_str_eq(names[i], want);
+	}
+}
+
+Test(faults, list_503_twice_then_complete_listing)
+{
+	upload_list_dir();
+	mount_via_proxy(NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	/* 1,500 keys = 2 pages; the first two LIST requests fail */
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=2&method=GET&path=list-type"), 0);
+	size_t n;
+	int err;
+	char **names = list_dir("list", &n, &err);
+	cr_assert_eq(err, 0, "listing under 2 LIST 503s: %s", strerror(err));
+	check_list_names(names, n);
+	free_names(names, n);
+	cr_expect_eq(it_proxy_stat(&proxy, "faults"), 2, "faults injected: %lld",
+		     it_proxy_stat(&proxy, "faults"));
+	unmount_ok();
+}
+
+Test(faults, list_failing_midway_never_partial)
+{
+	upload_list_dir();
+	const char *extra[] = { "--max-retries", "2", NULL };
+	mount_via_proxy(extra);
+	lookup_ok("list/e0000", 0);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	/* the second page fails persistently: its request carries a token */
+	cr_assert_eq(it_proxy_fault(&proxy,
+				    "kind=503&count=1000000&method=GET&path=continuation-token"), 0);
+	size_t n;
+	int err;
+	char **names = list_dir("list", &n, &err);
+	if (err == 0) {
+		/* only acceptable if it never needed page 2 (served from a
+		 * complete earlier listing) */
+		check_list_names(names, n);
+	} else {
+		cr_expect_eq(err, EIO, "listing failed with %s, want EIO", strerror(err));
+	}
+	free_names(names, n);
+	cr_assert_eq(it_proxy_clear(&proxy), 0);
+	names = list_dir("list", &n, &err);
+	cr_assert_eq(err, 0, "listing after clearing the fault: %s", strerror(err));
+	check_list_names(names, n);
+	free_names(names, n);
+	unmount_ok();
+}
