@@ -198,6 +198,7 @@ static int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing 
 	atomic_init(&l->refs, 1);
 	do {
 		struct tfs_errinfo ei;
+		tfs_errinfo_clear(&ei);
 		rc = objstore_list(fs->cfg.store, dir, "/", token, 1000, &page, &ei);
 		atomic_fetch_add(&fs->listings, 1);
 		if (rc != TFS_OK) {
@@ -252,7 +253,8 @@ static int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing 
 
 	/* S3 returns keys and prefixes in two sorted runs: merge, and let a
 	 * directory win over a file of the same name */
-	qsort(l->ents, l->n, sizeof(*l->ents), entry_cmp);
+	if (l->n > 1)   /* an empty directory has ents == NULL: no qsort(NULL) */
+		qsort(l->ents, l->n, sizeof(*l->ents), entry_cmp);
 	w = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		if (w && strcmp(l->ents[w - 1].name, l->ents[i].name) == 0) {

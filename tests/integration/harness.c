@@ -648,6 +648,29 @@ int it_unmount(struct it_mount *m)
 	return m->status;
 }
 
+/* A daemon log that shows a crash or a sanitizer report is copied into
+ * the test's own output before it is deleted, so the failure is seen
+ * (scripts/test.sh fails any binary whose output carries such a report). */
+static void report_daemon_log(const char *path)
+{
+	static const char *const marks[] = { "Sanitizer", "runtime error:", "Segmentation",
+					     "Aborted", "assertion" };
+	char *text;
+
+	if (!strstr(path, "mount"))
+		return;
+	text = it_read_file(path, NULL);
+	if (!text)
+		return;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		if (strstr(text, marks[i])) {
+			fprintf(stderr, "harness: daemon log %s:\n%s\n", path, text);
+			break;
+		}
+	}
+	free(text);
+}
+
 void it_cleanup(void)
 {
 	for (size_t i = 0; i < TRACK_MAX; i++) {
@@ -679,6 +702,7 @@ void it_cleanup(void)
 				rmdir(t->path);
 			t->kind = TRACK_NONE;
 		} else if (t->kind == TRACK_FILE) {
+			report_daemon_log(t->path);
 			unlink(t->path);
 			t->kind = TRACK_NONE;
 		}

@@ -21,6 +21,9 @@ unsigned char fake_byte(unsigned seed, size_t i)
 static struct fake_obj *find(struct fake_objstore *f, const char *key)
 {
 	struct fake_obj k = { (char *)key, NULL, 0, "" };
+
+	if (f->n == 0)
+		return NULL;
 	return bsearch(&k, f->objs, f->n, sizeof(*f->objs), fake_cmp);
 }
 

@@ -299,3 +299,13 @@ Test(fs, forget_frees_nodes_but_not_root)
 	fs_stats(fs, &st);
 	cr_assert_eq(st.nodes, 1);
 }
+
+Test(fs, empty_directory_from_marker_only)
+{
+	uint64_t e;
+
+	fake_objstore_put(store, "emptydir/", "", 0);
+	fs = mount_fs("", 60000);
+	e = lookup(FS_ROOT_INO, "emptydir", TFS_OK);
+	cr_assert_str_eq(list_names(e), "");
+}
