@@ -71,6 +71,7 @@ static const char *config_key_for(const char *opt)
 
 struct mount_state {
 	int ready_fd;              /* write end of the daemon's pipe, or -1 */
+	bool ready;                /* the kernel connected */
 };
 
 /* Called once the kernel has connected: tell the waiting parent, and drop
@@ -80,6 +81,7 @@ static void on_ready(void *ctx)
 	struct mount_state *ms = ctx;
 	int fd;
 
+	ms->ready = true;
 	if (ms->ready_fd < 0)
 		return;
 	if (write(ms->ready_fd, "K", 1) != 1)
@@ -247,7 +249,7 @@ static int cmd_mount(int argc, char **argv)
 	struct s3_client *client = NULL;
 	struct tfs_fs *fs = NULL;
 	struct tfs_errinfo ei;
-	struct mount_state ms = { -1 };
+	struct mount_state ms = { -1, false };
 	char fsname[300], err[512];
 	int rc, status = 1, pipefd[2] = { -1, -1 };
 
@@ -363,9 +365,17 @@ static int cmd_mount(int argc, char **argv)
 			.extra_options = cfg.fuse_options,
 			.ttl_s = cfg.metadata_ttl_s,
 			.max_threads = cfg.max_threads,
+			/* 1 MiB: what Linux sends on 4 KiB pages, and at the
+			 * smallest chunk size (64K) within FS_READ_MAX_IOV */
+			.max_read = 1u << 20,
 		};
 		if (tierfs_fuse_serve(fs, &mo, on_ready, &ms, err, sizeof(err)) != 0) {
 			fprintf(stderr, "tierfs: mount failed: %s\n", err);
+			goto out;
+		}
+		if (!ms.ready) {
+			fprintf(stderr, "tierfs: mount failed: the kernel never connected to %s\n",
+				cfg.mountpoint);
 			goto out;
 		}
 	}

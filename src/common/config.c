@@ -28,7 +28,8 @@ static const struct opt_def opt_defs[] = {
 	{ "profile", OPT_STR, OFF(profile), 0 },
 	{ "path-style", OPT_BOOL, OFF(path_style), 0 },
 	{ "foreground", OPT_BOOL, OFF(foreground), 0 },
-	{ "metadata-ttl", OPT_UINT, OFF(metadata_ttl_s), 365u * 86400u },
+	/* bounded so the TTL in milliseconds fits an unsigned int */
+	{ "metadata-ttl", OPT_UINT, OFF(metadata_ttl_s), 30u * 86400u },
 	{ "uid", OPT_ID, OFF(uid), UINT_MAX - 1 },
 	{ "gid", OPT_ID, OFF(gid), UINT_MAX - 1 },
 	{ "file-mode", OPT_MODE, OFF(file_mode), 0 },

@@ -6,8 +6,17 @@
  *  - a directory's `listing` is an immutable, refcounted snapshot; a newer
  *    fetch replaces it, readers holding the old one keep it alive;
  *  - network I/O never happens with fs->lock held.
- * Open files copy what they need (key, ETag, size) at open, so reads do not
- * touch the inode table at all.
+ * Open files copy the key and hold a reference to the object version
+ * they opened, so reads do not touch the inode table at all.
+ *
+ * Versions: a file node points to a refcounted `fs_version` (ETag, size,
+ * cache identity).  When the node learns of a different version, the old
+ * record is marked superseded; handles still holding it then fail their
+ * reads with TFS_E_STALE instead of serving old chunks, because the
+ * kernel's page cache belongs to the inode, not to a handle: old bytes
+ * read through an old handle would be seen by new opens too.  Information
+ * carries the time it was learnt (a listing snapshot can be older than a
+ * HEAD), and older information never overwrites newer.
  */
 #include "fs/fs.h"
 
@@ -36,9 +45,21 @@ struct dir_entry {
 
 struct dir_listing {
 	atomic_uint refs;
-	uint64_t fetched_ms;
+	uint64_t fetched_us;
 	size_t n;
 	struct dir_entry *ents;    /* sorted by name, unique */
+};
+
+struct fs_version {
+	atomic_uint refs;
+	atomic_bool superseded;
+	uint64_t serial;           /* unique per fs: kernel cache validity */
+	uint64_t size;
+	int64_t mtime;
+	char etag[OBJ_ETAG_MAX];   /* as the server sent it; may be "" */
+	/* chunk identity: the ETag, or for an object without one, its size
+	 * and Last-Modified (never "" shared by two versions) */
+	char cache_id[OBJ_ETAG_MAX + 48];
 };
 
 struct fs_node {
@@ -47,11 +68,9 @@ struct fs_node {
 	char *name;
 	char *key;                 /* file: full key; dir: key prefix ending '/' or "" */
 	bool is_dir;
-	uint64_t size;
-	int64_t mtime;
-	char etag[OBJ_ETAG_MAX];
-	char open_etag[OBJ_ETAG_MAX]; /* ETag at the last open: kernel cache validity */
-	uint64_t attr_ms;          /* when size/etag/mtime were learnt */
+	struct fs_version *ver;    /* files: current version, NULL until known */
+	uint64_t open_serial;      /* version at the last open */
+	uint64_t attr_us;          /* when type/version were learnt (source time) */
 	uint64_t nlookup;
 	struct dir_listing *listing;
 	struct fs_node *next_ino, *next_name;
@@ -73,8 +92,7 @@ struct fs_dir {
 struct fs_file {
 	struct fs_handle_link link;   /* first member */
 	char *key;
-	char etag[OBJ_ETAG_MAX];
-	uint64_t size;
+	struct fs_version *ver;    /* a reference */
 };
 
 struct tfs_fs {
@@ -86,16 +104,19 @@ struct tfs_fs {
 	struct fs_node **by_ino, **by_name;
 	size_t n_buckets, n_nodes;
 	uint64_t next_ino;
+	uint64_t next_serial;
 	struct fs_handle_link files, dirs;  /* list heads of open handles */
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 };
 
-static uint64_t now_ms(void)
+/* Source times are in microseconds: a listing fetched and a HEAD answered
+ * within one millisecond must still be ordered. */
+static uint64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static void handle_add(struct tfs_fs *fs, struct fs_handle_link *head, struct fs_handle_link *l)
@@ -116,9 +137,65 @@ static void handle_del(struct tfs_fs *fs, struct fs_handle_link *l)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-static bool fresh(const struct tfs_fs *fs, uint64_t at_ms)
+static bool fresh(const struct tfs_fs *fs, uint64_t at_us)
 {
-	return at_ms && now_ms() - at_ms < fs->cfg.metadata_ttl_ms;
+	return at_us && now_us() - at_us < (uint64_t)fs->cfg.metadata_ttl_ms * 1000;
+}
+
+static void version_put(struct fs_version *v)
+{
+	if (v && atomic_fetch_sub(&v->refs, 1) == 1)
+		free(v);
+}
+
+static struct fs_version *version_get(struct fs_version *v)
+{
+	atomic_fetch_add(&v->refs, 1);
+	return v;
+}
+
+static bool version_same(const struct fs_version *v, const struct obj_meta *m)
+{
+	if (v->etag[0] || m->etag[0])
+		return strcmp(v->etag, m->etag) == 0 && v->size == m->size;
+	return v->size == m->size && v->mtime == m->mtime;
+}
+
+/* Record that file node n has version m, learnt at learned_us (lock held).
+ * Older news than what the node has is ignored. */
+static int node_set_version(struct tfs_fs *fs, struct fs_node *n, const struct obj_meta *m,
+			    uint64_t learned_us)
+{
+	struct fs_version *v;
+
+	if (n->ver && learned_us <= n->attr_us)   /* a tie keeps what we have */
+		return TFS_OK;
+	if (n->ver && version_same(n->ver, m)) {
+		n->ver->mtime = m->mtime;
+		n->attr_us = learned_us;
+		return TFS_OK;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return TFS_E_NOMEM;
+	atomic_init(&v->refs, 1);
+	atomic_init(&v->superseded, false);
+	v->serial = ++fs->next_serial;
+	v->size = m->size;
+	v->mtime = m->mtime;
+	snprintf(v->etag, sizeof(v->etag), "%s", m->etag);
+	if (m->etag[0])
+		snprintf(v->cache_id, sizeof(v->cache_id), "%s", m->etag);
+	else
+		snprintf(v->cache_id, sizeof(v->cache_id), "noetag:%llu:%lld",
+			 (unsigned long long)m->size, (long long)m->mtime);
+	if (n->ver) {
+		atomic_store_explicit(&n->ver->superseded, true, memory_order_release);
+		version_put(n->ver);
+	}
+	n->ver = v;
+	n->attr_us = learned_us;
+	return TFS_OK;
 }
 
 /* ---- listings ----------------------------------------------------------- */
@@ -267,7 +344,7 @@ static int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing 
 		l->ents[w++] = l->ents[i];
 	}
 	l->n = w;
-	l->fetched_ms = now_ms();
+	l->fetched_us = now_us();
 out:
 	free(token);
 	if (rc != TFS_OK) {
@@ -357,6 +434,7 @@ static void node_unlink(struct tfs_fs *fs, struct fs_node *n)
 static void node_free(struct fs_node *n)
 {
 	listing_put(n->listing);
+	version_put(n->ver);
 	free(n->name);
 	free(n->key);
 	free(n);
@@ -413,21 +491,27 @@ static void node_attr(const struct tfs_fs *fs, const struct fs_node *n, struct f
 {
 	a->ino = n->ino;
 	a->is_dir = n->is_dir;
-	a->size = n->is_dir ? 0 : n->size;
-	a->mtime = n->is_dir || !n->mtime ? fs->mount_time : n->mtime;
+	a->size = n->is_dir || !n->ver ? 0 : n->ver->size;
+	a->mtime = n->is_dir || !n->ver || !n->ver->mtime ? fs->mount_time : n->ver->mtime;
 	a->mode = n->is_dir ? (S_IFDIR | fs->cfg.dir_mode) : (S_IFREG | fs->cfg.file_mode);
 	a->uid = fs->cfg.uid;
 	a->gid = fs->cfg.gid;
 }
 
-/* Find or create the child `name` of parent (lock held) with what we now
- * know about it, add one lookup, and fill *out.  A child whose type
- * changed (file <-> dir) gets a new inode. */
+/* Find or create the child `name` of parent (lock held) with what was
+ * learnt about it at learned_us, add one lookup, and fill *out.  A child
+ * whose type changed (file <-> dir) gets a new inode, unless the news is
+ * older than what the node already knows. */
 static int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool is_dir,
-		      const struct obj_meta *meta, struct fs_attr *out)
+		      const struct obj_meta *meta, uint64_t learned_us, struct fs_attr *out)
 {
 	struct fs_node *n = node_by_name(fs, parent->ino, name);
+	int rc;
 
+	if (n && n->is_dir != is_dir && learned_us <= n->attr_us) {
+		is_dir = n->is_dir;     /* stale news: keep the node as it is */
+		meta = NULL;
+	}
 	if (n && n->is_dir != is_dir) {
 		/* retire the old inode: it stays reachable by ino until forgotten */
 		size_t bn = name_hash(fs, n->parent, n->name), bi;
@@ -460,10 +544,11 @@ static int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *nam
 		node_link(fs, n);
 	}
 	if (!is_dir && meta) {
-		n->size = meta->size;
-		n->mtime = meta->mtime;
-		snprintf(n->etag, sizeof(n->etag), "%s", meta->etag);
-		n->attr_ms = now_ms();
+		rc = node_set_version(fs, n, meta, learned_us);
+		if (rc != TFS_OK)
+			return rc;
+	} else if (is_dir && learned_us > n->attr_us) {
+		n->attr_us = learned_us;
 	}
 	n->nlookup++;
 	node_attr(fs, n, out);
@@ -526,6 +611,7 @@ static void dir_free(struct fs_dir *d)
 
 static void file_free(struct fs_file *f)
 {
+	version_put(f->ver);
 	free(f->key);
 	free(f);
 }
@@ -600,6 +686,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	struct obj_meta meta;
 	char *dirkey = NULL;
 	bool is_dir = false;
+	uint64_t asked_us;
 	int rc;
 
 	if (!keypath_component_ok(name, strlen(name)))
@@ -610,7 +697,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 		rc = parent ? TFS_E_NOTDIR : TFS_E_NOENT;
 		goto unlock;
 	}
-	if (parent->listing && fresh(fs, parent->listing->fetched_ms)) {
+	if (parent->listing && fresh(fs, parent->listing->fetched_us)) {
 		const struct dir_entry *e = listing_find(parent->listing, name);
 		if (!e) {
 			rc = TFS_E_NOENT;
@@ -622,7 +709,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 			meta.mtime = e->mtime;
 			snprintf(meta.etag, sizeof(meta.etag), "%s", e->etag);
 		}
-		rc = node_learn(fs, parent, name, e->is_dir, &meta, out);
+		rc = node_learn(fs, parent, name, e->is_dir, &meta, parent->listing->fetched_us, out);
 		goto unlock;
 	}
 	dirkey = strdup(parent->key);
@@ -630,6 +717,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	if (!dirkey)
 		return TFS_E_NOMEM;
 
+	asked_us = now_us();
 	rc = lookup_remote(fs, dirkey, name, &is_dir, &meta);
 	free(dirkey);
 	if (rc != TFS_OK)
@@ -637,7 +725,8 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, parent_ino);
-	rc = parent ? node_learn(fs, parent, name, is_dir, is_dir ? NULL : &meta, out) : TFS_E_NOENT;
+	rc = parent ? node_learn(fs, parent, name, is_dir, is_dir ? NULL : &meta, asked_us, out)
+		    : TFS_E_NOENT;
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -669,6 +758,7 @@ static int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 	struct fs_node *n;
 	struct obj_meta meta;
 	struct tfs_errinfo ei;
+	uint64_t asked_us;
 	char *key;
 	int rc;
 
@@ -678,7 +768,7 @@ static int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 		pthread_mutex_unlock(&fs->lock);
 		return TFS_E_NOENT;
 	}
-	if (n->is_dir || fresh(fs, n->attr_ms)) {
+	if (n->is_dir || (n->ver && fresh(fs, n->attr_us))) {
 		rc = TFS_OK;
 		goto fill;
 	}
@@ -686,6 +776,8 @@ static int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 	pthread_mutex_unlock(&fs->lock);
 	if (!key)
 		return TFS_E_NOMEM;
+	asked_us = now_us();
+	tfs_errinfo_clear(&ei);
 	rc = objstore_head(fs->cfg.store, key, &meta, &ei);
 	atomic_fetch_add(&fs->heads, 1);
 	free(key);
@@ -697,10 +789,9 @@ static int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 	}
 	if (rc != TFS_OK)
 		goto unlock;
-	n->size = meta.size;
-	n->mtime = meta.mtime;
-	snprintf(n->etag, sizeof(n->etag), "%s", meta.etag);
-	n->attr_ms = now_ms();
+	rc = node_set_version(fs, n, &meta, asked_us);
+	if (rc != TFS_OK)
+		goto unlock;
 fill:
 	if (attr)
 		node_attr(fs, n, attr);
@@ -714,10 +805,17 @@ fill:
 			rc = TFS_E_NOMEM;
 			goto unlock;
 		}
-		snprintf(copy_out->etag, sizeof(copy_out->etag), "%s", n->etag);
-		copy_out->size = n->size;
-		*keep_cache = strcmp(n->open_etag, n->etag) == 0;
-		snprintf(n->open_etag, sizeof(n->open_etag), "%s", n->etag);
+		if (!n->ver) {         /* a stale-news race left it unknown */
+			free(copy_out->key);
+			copy_out->key = NULL;
+			rc = TFS_E_IO;
+			goto unlock;
+		}
+		copy_out->ver = version_get(n->ver);
+		/* an object without an ETag cannot prove the kernel's pages
+		 * are still its own */
+		*keep_cache = n->open_serial == n->ver->serial && n->ver->etag[0];
+		n->open_serial = n->ver->serial;
 	}
 unlock:
 	pthread_mutex_unlock(&fs->lock);
@@ -753,7 +851,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 		rc = TFS_E_NOMEM;
 		goto unlock;
 	}
-	if (n->listing && fresh(fs, n->listing->fetched_ms)) {
+	if (n->listing && fresh(fs, n->listing->fetched_us)) {
 		d->listing = listing_get(n->listing);
 		pthread_mutex_unlock(&fs->lock);
 		handle_add(fs, &fs->dirs, &d->link);
@@ -811,7 +909,8 @@ int fs_dir_entry_attr(struct tfs_fs *fs, struct fs_dir *d, size_t i, struct fs_a
 	}
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, d->ino);
-	rc = parent ? node_learn(fs, parent, e->name, e->is_dir, &meta, out) : TFS_E_NOENT;
+	rc = parent ? node_learn(fs, parent, e->name, e->is_dir, &meta, d->listing->fetched_us, out)
+		    : TFS_E_NOENT;
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -863,14 +962,17 @@ struct fill_ctx {
 static int chunk_fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
 {
 	struct fill_ctx *c = ctx;
+	const struct fs_version *v = c->f->ver;
 	uint64_t cs = c->fs->cfg.chunk_size, start = id->index * cs;
-	size_t want = (size_t)(c->f->size - start < cs ? c->f->size - start : cs);
+	size_t want = (size_t)(v->size - start < cs ? v->size - start : cs);
 	struct tfs_errinfo ei;
 	size_t got = 0;
 	int rc;
 
 	assert(want <= cap);
-	rc = objstore_get_range(c->fs->cfg.store, c->f->key, c->f->etag, start, want, buf, &got, &ei);
+	tfs_errinfo_clear(&ei);
+	rc = objstore_get_range(c->fs->cfg.store, c->f->key, v->etag[0] ? v->etag : NULL, start,
+				want, buf, &got, &ei);
 	if (rc != TFS_OK)
 		return rc;
 	if (got != want) {
@@ -892,13 +994,15 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 
 	r->n = 0;
 	r->bytes = 0;
-	if (off >= f->size || size == 0)
+	if (atomic_load_explicit(&f->ver->superseded, memory_order_acquire))
+		return TFS_E_STALE;
+	if (off >= f->ver->size || size == 0)
 		return TFS_OK;
-	end = off + size > f->size ? f->size : off + size;
+	end = off + size > f->ver->size ? f->ver->size : off + size;
 	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
 		return TFS_E_INVAL;
 	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
-		struct chunk_id id = { f->key, f->etag, idx };
+		struct chunk_id id = { f->key, f->ver->cache_id, idx };
 		struct chunk_ref *ref;
 		uint64_t cstart = idx * cs, from, to;
 
@@ -913,6 +1017,10 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		r->bytes += (size_t)(to - from);
 		r->n++;
 	}
+	/* the version may have been superseded while we fetched: checked
+	 * again just before the bytes go to the (shared) page cache */
+	if (rc == TFS_OK && atomic_load_explicit(&f->ver->superseded, memory_order_acquire))
+		rc = TFS_E_STALE;
 	if (rc != TFS_OK)
 		fs_read_done(fs, r);
 	return rc;

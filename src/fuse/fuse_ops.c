@@ -24,6 +24,7 @@
 struct fuse_ctx_data {
 	struct tfs_fs *fs;
 	double ttl_s;
+	unsigned max_read;
 	tierfs_ready_fn ready;
 	void *ready_ctx;
 };
@@ -74,7 +75,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
+	/* always readdirplus: with "auto" the kernel sends plain READDIR for
+	 * every batch after the first, without inode numbers */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* libfuse insists that init() agrees with the max_read mount option */
+	conn->max_read = c->max_read;
 	if (c->ready)
 		c->ready(c->ready_ctx);
 }
@@ -98,7 +104,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	entry_from_attr(&a, c->ttl_s, &e);
-	fuse_reply_entry(req, &e);
+	/* an interrupted request never reaches the kernel, which will then
+	 * never forget the lookup we took for it */
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		fs_forget(c->fs, a.ino, 1);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -204,7 +213,8 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 	struct fuse_ctx_data *c = ctx_of(req);
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 	char *buf;
-	size_t used = 0;
+	size_t used = 0, n_looked = 0;
+	uint64_t looked[512];       /* inos given a lookup in this reply */
 	int rc = TFS_OK;
 
 	if (off < 0) {
@@ -235,7 +245,9 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 		if (!plus) {
 			struct stat st;
 			memset(&st, 0, sizeof(st));
-			st.st_ino = pos < 2 ? a.ino : 0;   /* kernel looks the entry up */
+			/* entries' inodes are assigned at lookup; a placeholder,
+			 * since d_ino 0 means "deleted" to readdir() */
+			st.st_ino = pos < 2 ? a.ino : 0xffffffffu;
 			st.st_mode = (pos < 2 || is_dir) ? S_IFDIR : S_IFREG;
 			need = fuse_add_direntry(req, buf + used, size - used, name, &st,
 						 (off_t)pos + 1);
@@ -247,7 +259,7 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 		/* readdirplus adds a lookup for every entry it returns, so
 		 * measure first and take the lookup only if the entry fits */
 		need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
-		if (need > size - used)
+		if (need > size - used || n_looked == sizeof(looked) / sizeof(looked[0]))
 			break;
 		if (pos < 2) {
 			/* "." and ".." are not looked up: ino 0 keeps the kernel
@@ -259,14 +271,17 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 			rc = fs_dir_entry_attr(c->fs, d, pos - 2, &a);
 			if (rc != TFS_OK)
 				break;
+			looked[n_looked++] = a.ino;
 			entry_from_attr(&a, c->ttl_s, &e);
 		}
 		used += fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
 	}
-	if (rc != TFS_OK && used == 0)
+	if (rc != TFS_OK && used == 0) {
 		reply_rc(req, rc);
-	else
-		fuse_reply_buf(req, buf, used);
+	} else if (fuse_reply_buf(req, buf, used) == -ENOENT) {
+		for (size_t i = 0; i < n_looked; i++)   /* interrupted: undo */
+			fs_forget(c->fs, looked[i], 1);
+	}
 	free(buf);
 }
 
@@ -400,7 +415,7 @@ static const struct fuse_lowlevel_ops tierfs_ops = {
 int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 		      tierfs_ready_fn ready, void *ready_ctx, char *err, size_t errlen)
 {
-	struct fuse_ctx_data c = { fs, o->ttl_s, ready, ready_ctx };
+	struct fuse_ctx_data c = { fs, o->ttl_s, (unsigned)o->max_read, ready, ready_ctx };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	char opts[2048];
@@ -408,8 +423,12 @@ int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	int rc = -1, n;
 
-	n = snprintf(opts, sizeof(opts), "ro,default_permissions,fsname=%s,subtype=tierfs%s%s",
-		     o->fsname, o->extra_options && *o->extra_options ? "," : "",
+	/* max_read: one read may span at most FS_READ_MAX_IOV - 1 chunks (on
+	 * 64 KiB-page machines the kernel would otherwise send 16 MiB) */
+	n = snprintf(opts, sizeof(opts),
+		     "ro,default_permissions,fsname=%s,subtype=tierfs,max_read=%llu%s%s",
+		     o->fsname, (unsigned long long)o->max_read,
+		     o->extra_options && *o->extra_options ? "," : "",
 		     o->extra_options ? o->extra_options : "");
 	if (n < 0 || (size_t)n >= sizeof(opts)) {
 		snprintf(err, errlen, "mount options too long");
@@ -439,9 +458,13 @@ int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	/* ready() is called from op_init, once the kernel has connected */
 	n = fuse_session_loop_mt(se, loop);
-	if (n < 0)
-		log_warn("FUSE loop ended with error %d", n);
-	rc = 0;
+	if (n < 0) {
+		/* 0 after an unmount, the (positive) signal number after a
+		 * signal, -errno when the session itself failed */
+		snprintf(err, errlen, "FUSE session failed: %s", strerror(-n));
+	} else {
+		rc = 0;
+	}
 	fuse_loop_cfg_destroy(loop);
 unmount:
 	fuse_session_unmount(se);

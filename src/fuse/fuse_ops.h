@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fs/fs.h"
 
@@ -16,6 +17,7 @@ struct tierfs_mount_opts {
 	const char *extra_options; /* user's -o list, may be NULL */
 	double ttl_s;              /* kernel entry/attr cache timeout */
 	unsigned max_threads;
+	uint64_t max_read;         /* largest read the kernel may send */
 };
 
 /* Called once the mount is up and answering (from the serving thread). */

@@ -262,7 +262,6 @@ bool it_env_load(struct it_env *env)
 		it_fmt(env->tmp, sizeof(env->tmp), "%s", tmp);
 	if (env->tierfs_bin)
 		it_fmt(tierfs_bin_saved, sizeof(tierfs_bin_saved), "%s", env->tierfs_bin);
-	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	sweep_dead(env->tmp);
 	return true;
 }
@@ -307,6 +306,12 @@ static pid_t spawn(const char *const *argv, const char *const *env_set,
 {
 	char **envp = build_envp(env_set);
 	pid_t parent = getpid();
+	/* Adopt what our children detach (daemon mode), to read its exit
+	 * status.  Set here, in the test's worker process, and never in
+	 * Criterion's runner (the PRE_ALL hook runs there): the runner's
+	 * waitid(P_ALL) loop spins on a zombie it does not know, which is
+	 * what an orphan of a crashed worker would become. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {

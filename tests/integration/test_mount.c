@@ -452,8 +452,10 @@ static void check_listing(const char *mnt, const struct tree *t, const char *dir
 	closedir(d);
 	(void)dot;
 	(void)dotdot;
-	qsort(want, nw, sizeof(*want), cmp_nt);
-	qsort(got, ng, sizeof(*got), cmp_nt);
+	if (nw > 1)     /* an empty directory leaves want/got NULL */
+		qsort(want, nw, sizeof(*want), cmp_nt);
+	if (ng > 1)
+		qsort(got, ng, sizeof(*got), cmp_nt);
 	for (size_t i = 1; i < ng; i++)
 		cr_expect_neq(strcmp(got[i - 1].name, got[i].name), 0,
 			      "/%s lists \"%.60s\" twice", dir, got[i].name);

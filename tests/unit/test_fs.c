@@ -309,3 +309,61 @@ Test(fs, empty_directory_from_marker_only)
 	e = lookup(FS_ROOT_INO, "emptydir", TFS_OK);
 	cr_assert_str_eq(list_names(e), "");
 }
+
+Test(fs, superseded_handle_stops_serving_even_cached_chunks)
+{
+	uint64_t ino;
+	struct fs_file *a, *b;
+	struct fs_read r;
+	bool keep;
+
+	fs = mount_fs("", 0);   /* TTL 0: every open revalidates */
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &a, &keep), TFS_OK);
+	read_all_check(a, 0, 10, 10, 10);                      /* chunk 0 cached */
+	put_pattern("big", 3 * CS + 17, 77);
+	cr_assert_eq(fs_open(fs, ino, &b, &keep), TFS_OK);     /* learns the new version */
+	cr_assert_not(keep);
+	/* a's chunk 0 is still in RAM, but the kernel's page cache is shared by
+	 * both handles: a must not put old bytes back into it */
+	cr_assert_eq(fs_read(fs, a, 0, 10, &r), TFS_E_STALE);
+	read_all_check(b, 0, 10, 77, 10);
+	fs_release(fs, a);
+	fs_release(fs, b);
+}
+
+Test(fs, older_listing_never_overrides_newer_head)
+{
+	uint64_t ino;
+	struct fs_dir *d;
+	struct fs_attr at;
+	struct fs_file *f;
+	bool keep;
+
+	fs = mount_fs("", 60000);
+	cr_assert_eq(fs_opendir(fs, FS_ROOT_INO, &d), TFS_OK);   /* snapshot: old "big" */
+	put_pattern("big", 5, 55);                               /* now 5 bytes */
+	fs_free(fs);
+	fs = mount_fs("", 0);
+	cr_assert_eq(fs_opendir(fs, FS_ROOT_INO, &d), TFS_OK);   /* snapshot at t0 */
+	put_pattern("big", 7, 56);                               /* changes after it */
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);                /* TTL 0: HEAD, 7 bytes */
+	cr_assert_eq(fs_getattr(fs, ino, &at), TFS_OK);
+	cr_assert_eq(at.size, 7);
+	/* readdirplus from the older snapshot must not bring back 5 bytes */
+	for (size_t i = 0;; i++) {
+		const char *name;
+		bool is_dir;
+		cr_assert(fs_dir_entry(d, i, &name, &is_dir));
+		if (strcmp(name, "big") == 0) {
+			cr_assert_eq(fs_dir_entry_attr(fs, d, i, &at), TFS_OK);
+			break;
+		}
+	}
+	cr_assert_eq(at.size, 7, "stale listing overrode a newer HEAD: size %llu",
+		     (unsigned long long)at.size);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	read_all_check(f, 0, 100, 56, 7);
+	fs_release(fs, f);
+	fs_releasedir(fs, d);
+}
