@@ -44,6 +44,9 @@ static const char usage_text[] =
 	"  --dir-mode OCTAL         permission bits of directories (0555)\n"
 	"  --chunk-size SIZE        unit of ranged GETs and caching, power of two (8M)\n"
 	"  --ram-size SIZE          RAM chunk cache capacity (256M)\n"
+	"  --kernel-readahead SIZE  the kernel's readahead window on this mount: auto = two\n"
+	"                           chunks, 0 = kernel default (128K) (auto)\n"
+	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
 	"  --max-connections N      connections to the object store (32)\n"
@@ -346,6 +349,7 @@ static int cmd_mount(int argc, char **argv)
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
 			.chunk_size = cfg.chunk_size,
 			.ram_bytes = cfg.ram_size,
+			.parallel_gets = cfg.parallel_gets ? cfg.parallel_gets : 1,
 			.uid = cfg.uid,
 			.gid = cfg.gid,
 			.file_mode = cfg.file_mode & 07777,
@@ -368,6 +372,9 @@ static int cmd_mount(int argc, char **argv)
 			/* 1 MiB: what Linux sends on 4 KiB pages, and at the
 			 * smallest chunk size (64K) within FS_READ_MAX_IOV */
 			.max_read = 1u << 20,
+			.kernel_readahead_kb = (unsigned)((cfg.kernel_readahead == UINT64_MAX
+							   ? 2 * cfg.chunk_size
+							   : cfg.kernel_readahead) / 1024),
 		};
 		if (tierfs_fuse_serve(fs, &mo, on_ready, &ms, err, sizeof(err)) != 0) {
 			fprintf(stderr, "tierfs: mount failed: %s\n", err);

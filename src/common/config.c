@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_kind { OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES };
+enum opt_kind { OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA };
 
 struct opt_def {
 	const char *name;
@@ -36,6 +36,8 @@ static const struct opt_def opt_defs[] = {
 	{ "dir-mode", OPT_MODE, OFF(dir_mode), 0 },
 	{ "chunk-size", OPT_SIZE, OFF(chunk_size), 0 },
 	{ "ram-size", OPT_BYTES, OFF(ram_size), 0 },
+	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 0 },
+	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
 	{ "max-connections", OPT_UINT, OFF(max_connections), 1024 },
@@ -57,7 +59,9 @@ void config_init(struct tierfs_config *cfg)
 	cfg->dir_mode = 0555;
 	cfg->chunk_size = 8u * 1024 * 1024;
 	cfg->ram_size = 256u * 1024 * 1024;
+	cfg->kernel_readahead = UINT64_MAX;
 	cfg->stall_timeout_s = 15;
+	cfg->parallel_gets = 4;
 	cfg->max_retries = 6;
 	cfg->max_connections = 32;
 	cfg->max_threads = 16;
@@ -211,6 +215,19 @@ int config_set(struct tierfs_config *cfg, const char *key, const char *value,
 			return 0;
 		}
 		snprintf(err, errlen, "bad value '%s' for '%s' (a power of two from 64K to 256M)",
+			 value ? value : "", key);
+		return -1;
+	case OPT_RA:
+		/* "auto" = two chunks; "0" = the kernel's default; else a size */
+		if (value && strcmp(value, "auto") == 0) {
+			*(uint64_t *)field = UINT64_MAX;
+			return 0;
+		}
+		if (config_parse_size(value, &size) == 0 && size <= (1ull << 30)) {
+			*(uint64_t *)field = size;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (auto, 0, or a size up to 1G)",
 			 value ? value : "", key);
 		return -1;
 	case OPT_BYTES:
@@ -382,6 +399,11 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 		(unsigned)cfg->dir_mode);
 	fprintf(f, "chunk-size = %llu\n", (unsigned long long)cfg->chunk_size);
 	fprintf(f, "ram-size = %llu\n", (unsigned long long)cfg->ram_size);
+	if (cfg->kernel_readahead == UINT64_MAX)
+		fprintf(f, "kernel-readahead = auto\n");
+	else
+		fprintf(f, "kernel-readahead = %llu\n", (unsigned long long)cfg->kernel_readahead);
+	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,
 		cfg->max_threads);

@@ -34,6 +34,8 @@ struct tierfs_config {
 	mode_t dir_mode;
 	uint64_t chunk_size;
 	uint64_t ram_size;         /* RAM chunk tier capacity */
+	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
+	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;
 	unsigned max_retries;
 	unsigned max_connections;

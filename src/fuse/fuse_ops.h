@@ -18,6 +18,7 @@ struct tierfs_mount_opts {
 	double ttl_s;              /* kernel entry/attr cache timeout */
 	unsigned max_threads;
 	uint64_t max_read;         /* largest read the kernel may send */
+	unsigned kernel_readahead_kb; /* 0 = leave the kernel's default */
 };
 
 /* Called once the mount is up and answering (from the serving thread). */

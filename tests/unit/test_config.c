@@ -147,3 +147,20 @@ Test(config, env_fallbacks_do_not_override)
 	cr_assert_str_eq(c.region, "us-east-1");
 	config_release(&c);
 }
+
+Test(config, kernel_readahead_values)
+{
+	struct tierfs_config c;
+
+	config_init(&c);
+	cr_assert_eq(c.kernel_readahead, UINT64_MAX, "default is auto");
+	cr_assert_eq(config_set(&c, "kernel-readahead", "0", err, sizeof(err)), 0);
+	cr_assert_eq(c.kernel_readahead, 0);
+	cr_assert_eq(config_set(&c, "kernel-readahead", "16M", err, sizeof(err)), 0);
+	cr_assert_eq(c.kernel_readahead, 16u << 20);
+	cr_assert_eq(config_set(&c, "kernel-readahead", "auto", err, sizeof(err)), 0);
+	cr_assert_eq(c.kernel_readahead, UINT64_MAX);
+	cr_assert_neq(config_set(&c, "kernel-readahead", "2G", err, sizeof(err)), 0);
+	cr_assert_neq(config_set(&c, "kernel-readahead", "lots", err, sizeof(err)), 0);
+	config_release(&c);
+}

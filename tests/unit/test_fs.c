@@ -367,3 +367,33 @@ Test(fs, older_listing_never_overrides_newer_head)
 	fs_release(fs, f);
 	fs_releasedir(fs, d);
 }
+
+Test(fs, chunk_fill_in_parallel_parts_is_byte_exact)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = 60000,
+		.chunk_size = 8u << 20, .ram_bytes = 16u << 20, .parallel_gets = 4,
+		.file_mode = 0444, .dir_mode = 0555,
+	};
+	size_t size = (8u << 20) + (5u << 20) + 12345;   /* a full chunk, then 5 MiB + */
+	uint64_t ino;
+	struct fs_file *f;
+	bool keep;
+	int gets;
+
+	put_pattern("par", size, 31);
+	fs = fs_new(&c);
+	ino = lookup(FS_ROOT_INO, "par", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	gets = store->gets;
+	read_all_check(f, 0, 1u << 20, 31, 1u << 20);
+	/* 8 MiB in 4 parts of 2 MiB */
+	cr_assert_eq(store->gets - gets, 4);
+	read_all_check(f, (8u << 20) - 100, 1u << 20, 31, 1u << 20);
+	/* second chunk, 5 MiB + 12345 bytes: 2 parts (each >= 2 MiB) */
+	cr_assert_eq(store->gets - gets, 6);
+	read_all_check(f, size - 4000, 1u << 20, 31, 4000);
+	read_all_check(f, (11u << 20) + 7, 300000, 31, 300000);
+	cr_assert_eq(store->gets - gets, 6, "everything else from RAM");
+	fs_release(fs, f);
+}
