@@ -2,6 +2,8 @@
 #include "common/tfs_err.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *tfs_strerror(int rc)
@@ -61,4 +63,15 @@ void tfs_errinfo_clear(struct tfs_errinfo *ei)
 	ei->http_status = 0;
 	ei->code[0] = '\0';
 	ei->message[0] = '\0';
+}
+
+void tfs_errinfo_set(struct tfs_errinfo *ei, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ei)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ei->message, sizeof(ei->message), fmt, ap);
+	va_end(ap);
 }

@@ -51,4 +51,9 @@ struct tfs_errinfo {
 /* Reset ei (if not NULL) to "no detail". */
 void tfs_errinfo_clear(struct tfs_errinfo *ei);
 
+/* Format ei->message (if ei is not NULL), truncated to fit; the status
+ * and code fields are left as they are.  Never pass secrets. */
+void tfs_errinfo_set(struct tfs_errinfo *ei, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif

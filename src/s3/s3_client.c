@@ -159,20 +159,6 @@ static void curl_init_once(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static void seterr(struct tfs_errinfo *ei, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void seterr(struct tfs_errinfo *ei, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!ei)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(ei->message, sizeof(ei->message), fmt, ap);
-	va_end(ap);
-}
-
 static void wipe_free(char *s)
 {
 	if (!s)
@@ -331,7 +317,7 @@ static int parse_endpoint(const char *ep, char **scheme, char **host, bool *is_i
 bad:
 	free(*scheme);
 	*scheme = NULL;
-	seterr(ei, "endpoint must be http(s)://host[:port]");
+	tfs_errinfo_set(ei, "endpoint must be http(s)://host[:port]");
 	return TFS_E_INVAL;
 }
 
@@ -368,6 +354,26 @@ static const struct objstore_ops s3_objstore_ops = {
 	.free = s3_client_os_free,
 };
 
+/* Free c's own allocations and c itself (secrets wiped); the curl and
+ * pthread objects are released by the caller.  NULL is a no-op. */
+static void client_free_fields(struct s3_client *c)
+{
+	if (!c)
+		return;
+	free(c->idle);
+	free(c->scheme);
+	free(c->req_host);
+	free(c->base_url);
+	free(c->bucket_path);
+	free(c->bucket);
+	free(c->region);
+	wipe_free(c->access_key);
+	wipe_free(c->secret_key);
+	wipe_free(c->session_token);
+	free(c->ca_bundle);
+	free(c);
+}
+
 struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo *ei)
 {
 	struct s3_client *c = NULL;
@@ -379,12 +385,12 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	tfs_errinfo_clear(ei);
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_rc != CURLE_OK) {
-		seterr(ei, "curl_global_init failed");
+		tfs_errinfo_set(ei, "curl_global_init failed");
 		return NULL;
 	}
 	if (!cfg || !cfg->bucket || !*cfg->bucket || strlen(cfg->bucket) > 255 ||
 	    strchr(cfg->bucket, '/')) {
-		seterr(ei, "a bucket name (without '/', at most 255 bytes) is required");
+		tfs_errinfo_set(ei, "a bucket name (without '/', at most 255 bytes) is required");
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
@@ -397,7 +403,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		goto oom;
 	for (const char *p = c->region; *p; p++) {
 		if (!isalnum((unsigned char)*p) && *p != '-') {
-			seterr(ei, "bad region name");
+			tfs_errinfo_set(ei, "bad region name");
 			goto fail;
 		}
 	}
@@ -428,7 +434,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		host = NULL;
 	} else {
 		if (!dns_bucket_ok(c->bucket) || is_ip) {
-			seterr(ei, "bucket '%s' or endpoint cannot be used virtual-hosted "
+			tfs_errinfo_set(ei, "bucket '%s' or endpoint cannot be used virtual-hosted "
 			       "(needs a DNS-style bucket name and a host name); use path style",
 			       c->bucket);
 			goto fail;
@@ -448,7 +454,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 
 	if (cfg->access_key && *cfg->access_key) {
 		if (!cfg->secret_key || !*cfg->secret_key) {
-			seterr(ei, "an access key needs a secret key");
+			tfs_errinfo_set(ei, "an access key needs a secret key");
 			goto fail;
 		}
 		c->access_key = dup_or_null(cfg->access_key, &oom);
@@ -464,7 +470,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 
 	c->max_conn = cfg->max_connections ? cfg->max_connections : 16;
 	if (c->max_conn > S3_MAX_CONNECTIONS) {
-		seterr(ei, "max_connections is at most %d", S3_MAX_CONNECTIONS);
+		tfs_errinfo_set(ei, "max_connections is at most %d", S3_MAX_CONNECTIONS);
 		goto fail;
 	}
 	c->max_retries = cfg->max_retries;
@@ -513,22 +519,9 @@ oom_locks:
 	free(c->idle);
 	c->idle = NULL;
 oom:
-	seterr(ei, "out of memory");
+	tfs_errinfo_set(ei, "out of memory");
 fail:
-	if (c) {
-		free(c->scheme);
-		free(c->req_host);
-		free(c->base_url);
-		free(c->bucket_path);
-		free(c->bucket);
-		free(c->region);
-		free(c->idle);
-		wipe_free(c->access_key);
-		wipe_free(c->secret_key);
-		wipe_free(c->session_token);
-		free(c->ca_bundle);
-		free(c);
-	}
+	client_free_fields(c);
 	free(benc);
 	free(host);
 	free(aws_ep);
@@ -552,18 +545,7 @@ void s3_client_free(struct s3_client *c)
 		pthread_mutex_destroy(&c->share_lock[i]);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
-	free(c->idle);
-	free(c->scheme);
-	free(c->req_host);
-	free(c->base_url);
-	free(c->bucket_path);
-	free(c->bucket);
-	free(c->region);
-	wipe_free(c->access_key);
-	wipe_free(c->secret_key);
-	wipe_free(c->session_token);
-	free(c->ca_bundle);
-	free(c);
+	client_free_fields(c);
 }
 
 static void s3_client_os_free(struct objstore *os)
@@ -1077,7 +1059,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	/* Signed after the wait for a handle, so x-amz-date is fresh. */
 	hdrs = build_headers(c, op, &rc);
 	if (!hdrs) {
-		seterr(ei, "cannot sign the request");
+		tfs_errinfo_set(ei, "cannot sign the request");
 		rc = rc ? rc : TFS_E_NOMEM;
 		goto out_handle;
 	}
@@ -1085,7 +1067,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	x.h = h;
 	x.last_progress_ns = mono_ns();
 	if (!setopts(c, h, op, &x, url, hdrs)) {
-		seterr(ei, "curl rejected an option");
+		tfs_errinfo_set(ei, "curl rejected an option");
 		rc = TFS_E_INVAL;
 		goto out_handle;
 	}
@@ -1094,11 +1076,11 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	ei->http_status = (int)x.status;
 	if (cc != CURLE_OK) {
 		rc = classify_transport(h, cc, &x, retry, connect);
-		seterr(ei, "%s", x.errbuf[0] ? x.errbuf : curl_easy_strerror(cc));
+		tfs_errinfo_set(ei, "%s", x.errbuf[0] ? x.errbuf : curl_easy_strerror(cc));
 		if (x.stalled)
-			seterr(ei, "no data moved for %ld ms", c->stall_ms);
+			tfs_errinfo_set(ei, "no data moved for %ld ms", c->stall_ms);
 		if (x.overflow || x.refused)
-			seterr(ei, "server sent more than the %zu bytes asked for", op->rx_cap);
+			tfs_errinfo_set(ei, "server sent more than the %zu bytes asked for", op->rx_cap);
 		goto out_handle;
 	}
 	if (x.status < 200 || x.status >= 300) {
@@ -1197,7 +1179,7 @@ static int head_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 	struct obj_meta *m = ctx;
 
 	if (!x->have_len || x->etag_too_long) {
-		seterr(ei, "HEAD reply without a usable Content-Length or ETag");
+		tfs_errinfo_set(ei, "HEAD reply without a usable Content-Length or ETag");
 		return TFS_E_PROTO;
 	}
 	m->size = x->content_length;
@@ -1257,12 +1239,12 @@ static int get_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 		/* The server ignored Range: fine for off == 0 when it all fit
 		 * (the write callback refused anything else). */
 		if (g->off != 0) {
-			seterr(ei, "server ignored the Range header");
+			tfs_errinfo_set(ei, "server ignored the Range header");
 			return TFS_E_PROTO;
 		}
 		if (x->have_len && x->content_length != x->rx_len) {
 			*retry = true;
-			seterr(ei, "short body: %zu of %llu bytes", x->rx_len,
+			tfs_errinfo_set(ei, "short body: %zu of %llu bytes", x->rx_len,
 			       (unsigned long long)x->content_length);
 			return TFS_E_IO;
 		}
@@ -1270,11 +1252,11 @@ static int get_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 		return TFS_OK;
 	}
 	if (x->status != 206 || !x->have_crange) {
-		seterr(ei, "HTTP %ld without Content-Range to a ranged GET", x->status);
+		tfs_errinfo_set(ei, "HTTP %ld without Content-Range to a ranged GET", x->status);
 		return TFS_E_PROTO;
 	}
 	if (x->cr_start != g->off || x->cr_end < x->cr_start || x->cr_end - g->off >= g->len) {
-		seterr(ei, "Content-Range %llu-%llu does not match the range asked for",
+		tfs_errinfo_set(ei, "Content-Range %llu-%llu does not match the range asked for",
 		       (unsigned long long)x->cr_start, (unsigned long long)x->cr_end);
 		return TFS_E_PROTO;
 	}
@@ -1282,7 +1264,7 @@ static int get_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 	if (x->rx_len != span ||
 	    (span < g->len && (!x->crange_total_known || x->cr_total != x->cr_end + 1))) {
 		*retry = true;
-		seterr(ei, "short body: %zu bytes, range %llu-%llu of %llu", x->rx_len,
+		tfs_errinfo_set(ei, "short body: %zu bytes, range %llu-%llu of %llu", x->rx_len,
 		       (unsigned long long)x->cr_start, (unsigned long long)x->cr_end,
 		       (unsigned long long)x->cr_total);
 		return TFS_E_IO;
@@ -1348,7 +1330,7 @@ static int list_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 
 	rc = s3_xml_parse_list(x->dyn, x->dyn_len, true, &l->page);
 	if (rc)
-		seterr(ei, "cannot parse the ListObjectsV2 reply");
+		tfs_errinfo_set(ei, "cannot parse the ListObjectsV2 reply");
 	return rc;
 }
 
@@ -1382,7 +1364,7 @@ static int s3_list(struct s3_client *c, const char *prefix, const char *delimite
 	for (size_t i = 0; i < n; i++)
 		qcap += 3 * (strlen(params[i].name) + strlen(params[i].value)) + 2;
 	if (qcap > 64 * 1024) {
-		seterr(ei, "prefix, delimiter or token too long");
+		tfs_errinfo_set(ei, "prefix, delimiter or token too long");
 		return TFS_E_NAMETOOLONG;
 	}
 	query = malloc(qcap + 1);

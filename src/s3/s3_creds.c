@@ -73,21 +73,6 @@ static void wipe_free(char *p, size_t n)
 	free(p);
 }
 
-static void seterr(struct tfs_errinfo *ei, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void seterr(struct tfs_errinfo *ei, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!ei)
-		return;
-	tfs_errinfo_clear(ei);
-	va_start(ap, fmt);
-	vsnprintf(ei->message, sizeof(ei->message), fmt, ap);
-	va_end(ap);
-}
-
 static bool is_ws(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -258,11 +243,11 @@ static int read_file(const char *path, char **out, size_t *out_len, struct tfs_e
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return TFS_MISS;
-		seterr(ei, "cannot open %s: %s", path, strerror(errno));
+		tfs_errinfo_set(ei, "cannot open %s: %s", path, strerror(errno));
 		return TFS_E_INVAL;
 	}
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > CREDS_FILE_MAX) {
-		seterr(ei, "%s is not a regular file of at most %d bytes", path, CREDS_FILE_MAX);
+		tfs_errinfo_set(ei, "%s is not a regular file of at most %d bytes", path, CREDS_FILE_MAX);
 		goto out_fd;
 	}
 	rc = TFS_E_NOMEM;
@@ -275,7 +260,7 @@ static int read_file(const char *path, char **out, size_t *out_len, struct tfs_e
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			seterr(ei, "cannot read %s: %s", path, strerror(errno));
+			tfs_errinfo_set(ei, "cannot read %s: %s", path, strerror(errno));
 			rc = TFS_E_INVAL;
 			goto out_buf;
 		}
@@ -285,7 +270,7 @@ static int read_file(const char *path, char **out, size_t *out_len, struct tfs_e
 	}
 	buf[got] = '\0';
 	if (memchr(buf, '\0', got)) {
-		seterr(ei, "%s contains a NUL byte", path);
+		tfs_errinfo_set(ei, "%s contains a NUL byte", path);
 		rc = TFS_E_INVAL;
 		goto out_buf;
 	}
@@ -336,7 +321,7 @@ static int from_file(const char *profile, bool explicit_profile, struct s3_creds
 		if (!home || !*home) {
 			if (!explicit_profile)
 				return TFS_MISS;
-			seterr(ei, "profile '%s' not found: HOME is not set and neither is "
+			tfs_errinfo_set(ei, "profile '%s' not found: HOME is not set and neither is "
 			       "AWS_SHARED_CREDENTIALS_FILE", profile);
 			return TFS_E_INVAL;
 		}
@@ -348,7 +333,7 @@ static int from_file(const char *profile, bool explicit_profile, struct s3_creds
 
 	rc = read_file(path, &buf, &len, ei);
 	if (rc == TFS_MISS && explicit_profile) {
-		seterr(ei, "profile '%s' not found: %s does not exist", profile, path);
+		tfs_errinfo_set(ei, "profile '%s' not found: %s does not exist", profile, path);
 		rc = TFS_E_INVAL;
 	}
 	if (rc)
@@ -364,11 +349,11 @@ static int from_file(const char *profile, bool explicit_profile, struct s3_creds
 		if (line == -2)
 			rc = TFS_E_NOMEM;
 		else if (st.err[0])
-			seterr(ei, "%s:%d: %s", path, st.err_line, st.err);
+			tfs_errinfo_set(ei, "%s:%d: %s", path, st.err_line, st.err);
 		else if (st.reader_err)
-			seterr(ei, "%s:%d: line too long", path, st.line);
+			tfs_errinfo_set(ei, "%s:%d: line too long", path, st.line);
 		else
-			seterr(ei, "%s:%d: malformed line", path,
+			tfs_errinfo_set(ei, "%s:%d: malformed line", path,
 			       line > 0 && st.num > 0 ? physical_line(buf, len, st.num, line) : 0);
 		goto out_vals;
 	}
@@ -377,13 +362,13 @@ static int from_file(const char *profile, bool explicit_profile, struct s3_creds
 			rc = TFS_MISS;
 			goto out_vals;
 		}
-		seterr(ei, "profile '%s' not found in %s", profile, path);
+		tfs_errinfo_set(ei, "profile '%s' not found in %s", profile, path);
 		rc = TFS_E_INVAL;
 		goto out_vals;
 	}
 	for (int f = F_ACCESS; f <= F_SECRET; f++) {
 		if (!st.val[f] || !*st.val[f]) {
-			seterr(ei, "profile '%s' in %s has no %s", profile, path, field_names[f]);
+			tfs_errinfo_set(ei, "profile '%s' in %s has no %s", profile, path, field_names[f]);
 			rc = TFS_E_INVAL;
 			goto out_vals;
 		}
@@ -404,6 +389,7 @@ int s3_creds_resolve(const char *profile, struct s3_creds **out, struct tfs_erri
 	const char *ak, *sk, *env_profile;
 
 	*out = NULL;
+	tfs_errinfo_clear(ei);
 	if (profile && *profile)
 		return from_file(profile, true, out, ei);
 
@@ -411,7 +397,7 @@ int s3_creds_resolve(const char *profile, struct s3_creds **out, struct tfs_erri
 	if (ak && *ak) {
 		sk = getenv("AWS_SECRET_ACCESS_KEY");
 		if (!sk || !*sk) {
-			seterr(ei, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+			tfs_errinfo_set(ei, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
 			return TFS_E_INVAL;
 		}
 		return creds_new(ak, sk, getenv("AWS_SESSION_TOKEN"), "environment", out);
