@@ -5,7 +5,10 @@
  *    waiters sleep on t->cond) or READY (in the hash, data valid);
  *  - refs > 0 pins a slot: it is neither evicted nor refilled;
  *  - an overflow chunk (all slots pinned) lives outside the slot array and
- *    the hash, and is freed at its last put.
+ *    the hash, and is freed at its last put;
+ *  - a slot with refs == 0 is on exactly one list: `free` when FREE, `lru`
+ *    (least recently used first) when READY; a pinned or FILLING slot is
+ *    on none.  Choosing a victim is O(1): no scan, whatever the size.
  * One mutex guards the table; fills and copies run without it.
  */
 #include "tiers/ram_tier.h"
@@ -27,7 +30,7 @@ struct chunk_ref {
 	int fill_rc;              /* result seen by waiters of a FILLING slot */
 	unsigned refs;
 	uint64_t hash;
-	uint64_t last_use;
+	struct chunk_ref *prev, *next;   /* free or lru list, while refs == 0 */
 	char *key;
 	char *etag;
 	uint64_t index;
@@ -44,9 +47,49 @@ struct ram_tier {
 	struct chunk_ref *slots;
 	struct chunk_ref **buckets;
 	size_t n_buckets;          /* power of two */
-	uint64_t clock;
+	struct chunk_ref free_head, lru_head;   /* circular list sentinels */
 	struct ram_tier_stats st;
 };
+
+static void list_init(struct chunk_ref *head)
+{
+	head->prev = head->next = head;
+}
+
+static void list_del(struct chunk_ref *s)
+{
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void list_add_tail(struct chunk_ref *head, struct chunk_ref *s)
+{
+	s->prev = head->prev;
+	s->next = head;
+	head->prev->next = s;
+	head->prev = s;
+}
+
+/* Take a reference (lock held): an unpinned slot leaves its list. */
+static void slot_ref(struct chunk_ref *s)
+{
+	if (s->refs++ == 0 && s->next)
+		list_del(s);
+}
+
+/* Drop a reference (lock held): the last one puts the slot on the free
+ * list, or at the most-recently-used end of the LRU list. */
+static void slot_unref(struct ram_tier *t, struct chunk_ref *s)
+{
+	assert(s->refs > 0);
+	if (--s->refs > 0)
+		return;
+	if (s->state == SLOT_FREE)
+		list_add_tail(&t->free_head, s);
+	else if (s->state == SLOT_READY)
+		list_add_tail(&t->lru_head, s);
+}
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
  * to be backed by transparent huge pages: the first write into a fresh
@@ -108,6 +151,10 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
 		goto fail;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
+	list_init(&t->free_head);
+	list_init(&t->lru_head);
+	for (size_t i = 0; i < n; i++)
+		list_add_tail(&t->free_head, &t->slots[i]);
 	t->st.slots = n;
 	return t;
 fail:
@@ -153,29 +200,27 @@ static struct chunk_ref *hash_find(struct ram_tier *t, uint64_t h, const struct 
 	return NULL;
 }
 
-/* A free slot, else the LRU unreferenced READY slot (evicted), else NULL. */
+/* A free slot, else the least recently used unpinned READY slot (evicted),
+ * else NULL.  O(1). */
 static struct chunk_ref *slot_take(struct ram_tier *t)
 {
-	struct chunk_ref *victim = NULL;
+	struct chunk_ref *s;
 
-	for (size_t i = 0; i < t->n_slots; i++) {
-		struct chunk_ref *s = &t->slots[i];
-		/* a failed fill leaves its waiters' refs on a FREE slot
-		 * until they wake: such a slot is not free to reuse yet */
-		if (s->state == SLOT_FREE && s->refs == 0)
-			return s;
-		if (s->state == SLOT_READY && s->refs == 0 &&
-		    (!victim || s->last_use < victim->last_use))
-			victim = s;
+	if (t->free_head.next != &t->free_head) {
+		s = t->free_head.next;
+		list_del(s);
+		return s;
 	}
-	if (victim) {
-		hash_remove(t, victim);
-		victim->state = SLOT_FREE;
-		t->st.evictions++;
-		t->st.slots_used--;
-		t->st.bytes_used -= victim->len;
-	}
-	return victim;
+	if (t->lru_head.next == &t->lru_head)
+		return NULL;
+	s = t->lru_head.next;
+	list_del(s);
+	hash_remove(t, s);
+	s->state = SLOT_FREE;
+	t->st.evictions++;
+	t->st.slots_used--;
+	t->st.bytes_used -= s->len;
+	return s;
 }
 
 static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *id, size_t chunk_size)
@@ -235,8 +280,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		if (!s)
 			break;
 		if (s->state == SLOT_READY) {
-			s->refs++;
-			s->last_use = ++t->clock;
+			slot_ref(s);
 			t->st.hits++;
 			pthread_mutex_unlock(&t->lock);
 			*out = s;
@@ -245,20 +289,18 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		/* FILLING: wait for the filler, then look again (it may have
 		 * failed and freed the slot) */
 		t->st.waits++;
-		s->refs++;
+		slot_ref(s);
 		while (s->state == SLOT_FILLING)
 			pthread_cond_wait(&t->cond, &t->lock);
-		s->refs--;
 		if (s->state == SLOT_READY && slot_matches(s, h, id)) {
-			s->refs++;
-			s->last_use = ++t->clock;
-			t->st.hits++;
+			t->st.hits++;    /* keep the waiter's reference */
 			pthread_mutex_unlock(&t->lock);
 			*out = s;
 			return TFS_OK;
 		}
-		if (s->fill_rc != TFS_OK && s->state == SLOT_FREE) {
-			rc = s->fill_rc;
+		rc = s->fill_rc;
+		slot_unref(t, s);
+		if (rc != TFS_OK && s->state == SLOT_FREE) {
 			pthread_mutex_unlock(&t->lock);
 			return rc;
 		}
@@ -272,11 +314,12 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	}
 	rc = slot_assign(s, h, id, t->chunk_size);
 	if (rc != TFS_OK) {
+		list_add_tail(&t->free_head, s);   /* back, unused */
 		pthread_mutex_unlock(&t->lock);
 		return rc;
 	}
 	s->state = SLOT_FILLING;
-	s->refs = 1;
+	s->refs = 1;     /* off every list since slot_take() */
 	s->hnext = t->buckets[h & (t->n_buckets - 1)];
 	t->buckets[h & (t->n_buckets - 1)] = s;
 	pthread_mutex_unlock(&t->lock);
@@ -286,7 +329,6 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	pthread_mutex_lock(&t->lock);
 	if (rc == TFS_OK) {
 		s->state = SLOT_READY;
-		s->last_use = ++t->clock;
 		t->st.slots_used++;
 		t->st.bytes_used += s->len;
 		*out = s;
@@ -294,7 +336,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		hash_remove(t, s);
 		s->state = SLOT_FREE;
 		s->fill_rc = rc;
-		s->refs--;
+		slot_unref(t, s);
 		t->st.fills_failed++;
 	}
 	pthread_cond_broadcast(&t->cond);
@@ -322,8 +364,7 @@ void chunk_ref_put(struct ram_tier *t, struct chunk_ref *r)
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
-	assert(r->refs > 0);
-	r->refs--;
+	slot_unref(t, r);
 	pthread_mutex_unlock(&t->lock);
 }
 
