@@ -355,6 +355,17 @@ out:
 	return TFS_OK;
 }
 
+/* The object metadata a listing entry carries (zeroes for a directory). */
+static void entry_meta(const struct dir_entry *e, struct obj_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (e->is_dir)
+		return;
+	m->size = e->size;
+	m->mtime = e->mtime;
+	snprintf(m->etag, sizeof(m->etag), "%s", e->etag);
+}
+
 static const struct dir_entry *listing_find(const struct dir_listing *l, const char *name)
 {
 	size_t lo = 0, hi = l->n;
@@ -703,12 +714,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 			rc = TFS_E_NOENT;
 			goto unlock;
 		}
-		memset(&meta, 0, sizeof(meta));
-		if (!e->is_dir) {
-			meta.size = e->size;
-			meta.mtime = e->mtime;
-			snprintf(meta.etag, sizeof(meta.etag), "%s", e->etag);
-		}
+		entry_meta(e, &meta);
 		rc = node_learn(fs, parent, name, e->is_dir, &meta, parent->listing->fetched_us, out);
 		goto unlock;
 	}
@@ -901,12 +907,7 @@ int fs_dir_entry_attr(struct tfs_fs *fs, struct fs_dir *d, size_t i, struct fs_a
 	if (i >= d->listing->n)
 		return TFS_E_INVAL;
 	e = &d->listing->ents[i];
-	memset(&meta, 0, sizeof(meta));
-	if (!e->is_dir) {
-		meta.size = e->size;
-		meta.mtime = e->mtime;
-		snprintf(meta.etag, sizeof(meta.etag), "%s", e->etag);
-	}
+	entry_meta(e, &meta);
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, d->ino);
 	rc = parent ? node_learn(fs, parent, e->name, e->is_dir, &meta, d->listing->fetched_us, out)
