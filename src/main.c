@@ -64,14 +64,6 @@ static void die_usage(const char *msg)
 	exit(2);
 }
 
-/* Long option name (without "--") -> config key, for the few that differ. */
-static const char *config_key_for(const char *opt)
-{
-	if (strcmp(opt, "foreground") == 0)
-		return "foreground";
-	return opt;
-}
-
 struct mount_state {
 	int ready_fd;              /* write end of the daemon's pipe, or -1 */
 	bool ready;                /* the kernel connected */
@@ -164,7 +156,7 @@ static void parse_mount_args(int argc, char **argv, struct tierfs_config *cfg)
 			}
 			memcpy(name, a + 2, n);
 			name[n] = '\0';
-			takes = config_key_takes_value(config_key_for(name));
+			takes = config_key_takes_value(name);
 			if (takes < 0 || strcmp(name, "options") == 0) {
 				snprintf(err, sizeof(err), "unknown option '%s'", a);
 				die_usage(err);
@@ -178,7 +170,7 @@ static void parse_mount_args(int argc, char **argv, struct tierfs_config *cfg)
 				}
 				value = argv[i];
 			}
-			if (config_set(cfg, config_key_for(name), value, err, sizeof(err)) != 0)
+			if (config_set(cfg, name, value, err, sizeof(err)) != 0)
 				die_usage(err);
 		} else if (a[0] == '-' && a[1] != '\0') {
 			snprintf(err, sizeof(err), "unknown option '%s'", a);

@@ -270,12 +270,10 @@ static int config_ini_line(void *user, const char *section, const char *name, co
 
 int config_load_file(struct tierfs_config *cfg, const char *path, char *err, size_t errlen)
 {
-	struct ini_ctx c = { cfg, err, errlen, 0 };
-	char inner[256] = "";
+	char inner[256] = "";      /* the handler's message, prefixed with FILE:LINE below */
+	struct ini_ctx c = { cfg, inner, sizeof(inner), 0 };
 	int rc;
 
-	c.err = inner;
-	c.errlen = sizeof(inner);
 	rc = ini_parse(path, config_ini_line, &c);
 	if (rc == -1) {
 		snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));

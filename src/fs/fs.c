@@ -477,7 +477,6 @@ static void table_maybe_grow(struct tfs_fs *fs)
 			node_link(fs, n);
 		}
 	}
-	(void)on;
 	free(oi);
 	free(on);
 }
@@ -811,7 +810,7 @@ fill:
 			rc = TFS_E_NOMEM;
 			goto unlock;
 		}
-		if (!n->ver) {         /* a stale-news race left it unknown */
+		if (!n->ver) {         /* defensive: the HEAD above always sets it */
 			free(copy_out->key);
 			copy_out->key = NULL;
 			rc = TFS_E_IO;

@@ -412,9 +412,7 @@ static const struct fuse_lowlevel_ops tierfs_ops = {
 	.fallocate = op_fallocate,
 };
 
-/* Find the "major:minor" of the mount at path in /proc/self/mountinfo
- * (not with stat(): our own mount cannot answer before INIT). */
-static bool mount_devno(const char *path, char *out, size_t cap);
+static bool mountinfo_find(const char *path, char *devno, size_t cap);
 
 /* Set the kernel's readahead window of our mount (its bdi).  The FUSE
  * default is 128 KiB: the kernel then asks for one 128 KiB piece at a
@@ -427,7 +425,9 @@ static void set_kernel_readahead(const char *mountpoint, unsigned kb)
 	char dev[64], path[128], val[32];
 	FILE *f;
 
-	if (!mount_devno(mountpoint, dev, sizeof(dev))) {
+	/* the device from mountinfo, not stat(): our own mount cannot
+	 * answer before INIT */
+	if (!mountinfo_find(mountpoint, dev, sizeof(dev))) {
 		log_info("readahead: %s not found in mountinfo", mountpoint);
 		return;
 	}
@@ -558,11 +558,6 @@ static bool mountinfo_find(const char *path, char *devno, size_t cap)
 	free(line);
 	fclose(f);
 	return found;
-}
-
-static bool mount_devno(const char *path, char *out, size_t cap)
-{
-	return mountinfo_find(path, out, cap);
 }
 
 bool tierfs_is_mountpoint(const char *path)
