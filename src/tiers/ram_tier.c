@@ -1,20 +1,37 @@
 /* ram_tier.c - bounded, refcounted, single-flight RAM chunk cache.
  *
- * Invariants (under t->lock):
+ * Locks, and what each guards:
+ *  - stripe[b % RAM_STRIPES]: hash bucket b (its chain and the membership
+ *    of slots in it).  A hit holds one stripe for a probe and a refcount
+ *    increment: readers of different chunks rarely meet, and there is no
+ *    tier-wide lock on the hit path.
+ *  - evict_lock: the free stack and the CLOCK hand (misses only).  Order:
+ *    evict_lock, then a stripe; never a stripe then evict_lock.
+ *  - wait_lock + wait_cond: FILLING -> READY/FREE transitions, so a waiter
+ *    cannot miss its wake-up (misses only).
+ *
+ * Invariants:
  *  - a slot is FREE (not in the hash), FILLING (in the hash, one filler,
- *    waiters sleep on t->cond) or READY (in the hash, data valid);
- *  - refs > 0 pins a slot: it is neither evicted nor refilled;
+ *    waiters hold references) or READY (in the hash, data valid);
+ *  - refs are taken only under the slot's stripe lock (or on a slot the
+ *    caller already references), so an evictor holding the stripe that
+ *    sees refs == 0 knows nobody can take one before it unhashes the slot;
+ *  - a FREE slot with refs == 0 is on the free stack, except one just taken
+ *    by a miss; a failed fill's slot is FREE with references (its waiters)
+ *    and marked `orphan`: whoever drops the last reference pushes it;
  *  - an overflow chunk (all slots pinned) lives outside the slot array and
- *    the hash, and is freed at its last put;
- *  - a slot with refs == 0 is on exactly one list: `free` when FREE, `lru`
- *    (least recently used first) when READY; a pinned or FILLING slot is
- *    on none.  Choosing a victim is O(1): no scan, whatever the size.
- * One mutex guards the table; fills and copies run without it.
+ *    the hash, and is freed at its last put.
+ *
+ * CLOCK: a hit sets the slot's `used` bit (a store, no list move); the
+ * hand sweeps READY unreferenced slots, clearing set bits and taking the
+ * first clear one.  A sweep stops after two turns (everything pinned):
+ * then the miss overflows.
  */
 #include "tiers/ram_tier.h"
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,74 +39,47 @@
 
 #include "common/tfs_err.h"
 
+#define RAM_STRIPES 64
+
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY };
 
 struct chunk_ref {
-	enum slot_state state;
+	struct ram_tier *tier;
+	atomic_int state;
+	atomic_uint refs;
+	atomic_bool used;         /* CLOCK reference bit */
+	atomic_bool orphan;       /* failed fill: last put frees the slot */
 	bool overflow;
-	int fill_rc;              /* result seen by waiters of a FILLING slot */
-	unsigned refs;
+	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
-	struct chunk_ref *prev, *next;   /* free or lru list, while refs == 0 */
 	char *key;
 	char *etag;
 	uint64_t index;
 	size_t len;
 	void *buf;                /* chunk_size bytes, allocated lazily */
-	struct chunk_ref *hnext;
+	struct chunk_ref *hnext;  /* bucket chain, under the stripe lock */
+	struct chunk_ref *fnext;  /* free stack, under evict_lock */
 };
 
-struct ram_tier {
+struct stripe {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+} __attribute__((aligned(64)));   /* one cache line each: no false sharing */
+
+struct ram_tier {
 	size_t chunk_size;
 	size_t n_slots;
 	struct chunk_ref *slots;
 	struct chunk_ref **buckets;
 	size_t n_buckets;          /* power of two */
-	struct chunk_ref free_head, lru_head;   /* circular list sentinels */
-	struct ram_tier_stats st;
+	struct stripe stripes[RAM_STRIPES];
+	pthread_mutex_t evict_lock;
+	struct chunk_ref *free_top;
+	size_t hand;
+	pthread_mutex_t wait_lock;
+	pthread_cond_t wait_cond;
+	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
+	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
 };
-
-static void list_init(struct chunk_ref *head)
-{
-	head->prev = head->next = head;
-}
-
-static void list_del(struct chunk_ref *s)
-{
-	s->prev->next = s->next;
-	s->next->prev = s->prev;
-	s->prev = s->next = NULL;
-}
-
-static void list_add_tail(struct chunk_ref *head, struct chunk_ref *s)
-{
-	s->prev = head->prev;
-	s->next = head;
-	head->prev->next = s;
-	head->prev = s;
-}
-
-/* Take a reference (lock held): an unpinned slot leaves its list. */
-static void slot_ref(struct chunk_ref *s)
-{
-	if (s->refs++ == 0 && s->next)
-		list_del(s);
-}
-
-/* Drop a reference (lock held): the last one puts the slot on the free
- * list, or at the most-recently-used end of the LRU list. */
-static void slot_unref(struct ram_tier *t, struct chunk_ref *s)
-{
-	assert(s->refs > 0);
-	if (--s->refs > 0)
-		return;
-	if (s->state == SLOT_FREE)
-		list_add_tail(&t->free_head, s);
-	else if (s->state == SLOT_READY)
-		list_add_tail(&t->lru_head, s);
-}
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
  * to be backed by transparent huge pages: the first write into a fresh
@@ -101,11 +91,11 @@ static void *chunk_buf_alloc(size_t size)
 	const size_t huge = 2u * 1024 * 1024;
 	void *p = NULL;
 
-	if (size < huge)
-		return malloc(size);
-	if (posix_memalign(&p, huge, size) != 0)
+	/* page-aligned at least: the SSD tier reads into it with O_DIRECT */
+	if (posix_memalign(&p, size < huge ? 4096 : huge, size) != 0)
 		return NULL;
-	(void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: fine if refused */
+	if (size >= huge)
+		(void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: fine if refused */
 	return p;
 }
 
@@ -129,6 +119,11 @@ static bool slot_matches(const struct chunk_ref *s, uint64_t h, const struct chu
 	       strcmp(s->etag, id->etag) == 0;
 }
 
+static pthread_mutex_t *stripe_of(struct ram_tier *t, uint64_t h)
+{
+	return &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES].lock;
+}
+
 struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
 {
 	struct ram_tier *t;
@@ -136,9 +131,10 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
 
 	if (chunk_size == 0 || capacity_bytes < chunk_size)
 		return NULL;
-	t = calloc(1, sizeof(*t));
+	t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
 	if (!t)
 		return NULL;
+	memset(t, 0, sizeof(*t));
 	n = (size_t)(capacity_bytes / chunk_size);
 	t->chunk_size = chunk_size;
 	t->n_slots = n;
@@ -147,21 +143,23 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
 		t->n_buckets <<= 1;
 	t->slots = calloc(n, sizeof(*t->slots));
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
-	if (!t->slots || !t->buckets)
-		goto fail;
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->cond, NULL);
-	list_init(&t->free_head);
-	list_init(&t->lru_head);
-	for (size_t i = 0; i < n; i++)
-		list_add_tail(&t->free_head, &t->slots[i]);
-	t->st.slots = n;
+	if (!t->slots || !t->buckets) {
+		free(t->slots);
+		free(t->buckets);
+		free(t);
+		return NULL;
+	}
+	for (size_t i = 0; i < RAM_STRIPES; i++)
+		pthread_mutex_init(&t->stripes[i].lock, NULL);
+	pthread_mutex_init(&t->evict_lock, NULL);
+	pthread_mutex_init(&t->wait_lock, NULL);
+	pthread_cond_init(&t->wait_cond, NULL);
+	for (size_t i = n; i-- > 0;) {
+		t->slots[i].tier = t;
+		t->slots[i].fnext = t->free_top;
+		t->free_top = &t->slots[i];
+	}
 	return t;
-fail:
-	free(t->slots);
-	free(t->buckets);
-	free(t);
-	return NULL;
 }
 
 void ram_tier_free(struct ram_tier *t)
@@ -169,18 +167,22 @@ void ram_tier_free(struct ram_tier *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->n_slots; i++) {
-		assert(t->slots[i].refs == 0);
+		assert(atomic_load(&t->slots[i].refs) == 0);
 		free(t->slots[i].buf);
 		free(t->slots[i].key);
 		free(t->slots[i].etag);
 	}
-	pthread_mutex_destroy(&t->lock);
-	pthread_cond_destroy(&t->cond);
+	for (size_t i = 0; i < RAM_STRIPES; i++)
+		pthread_mutex_destroy(&t->stripes[i].lock);
+	pthread_mutex_destroy(&t->evict_lock);
+	pthread_mutex_destroy(&t->wait_lock);
+	pthread_cond_destroy(&t->wait_cond);
 	free(t->slots);
 	free(t->buckets);
 	free(t);
 }
 
+/* Bucket operations: the caller holds the bucket's stripe lock. */
 static void hash_remove(struct ram_tier *t, struct chunk_ref *s)
 {
 	struct chunk_ref **pp = &t->buckets[s->hash & (t->n_buckets - 1)];
@@ -200,26 +202,62 @@ static struct chunk_ref *hash_find(struct ram_tier *t, uint64_t h, const struct 
 	return NULL;
 }
 
-/* A free slot, else the least recently used unpinned READY slot (evicted),
- * else NULL.  O(1). */
+static void free_push(struct ram_tier *t, struct chunk_ref *s)
+{
+	pthread_mutex_lock(&t->evict_lock);
+	s->fnext = t->free_top;
+	t->free_top = s;
+	pthread_mutex_unlock(&t->evict_lock);
+}
+
+/* Unhash slot s if it is READY and unreferenced (stripe lock taken here;
+ * evict_lock held by the caller).  true when s is now a private FREE slot. */
+static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s)
+{
+	pthread_mutex_t *sl = stripe_of(t, s->hash);
+	bool ok = false;
+
+	pthread_mutex_lock(sl);
+	if (atomic_load(&s->state) == SLOT_READY && atomic_load(&s->refs) == 0) {
+		hash_remove(t, s);
+		atomic_store(&s->state, SLOT_FREE);
+		atomic_fetch_sub(&t->entries, 1);
+		atomic_fetch_sub(&t->bytes_used, s->len);
+		atomic_fetch_add(&t->evictions, 1);
+		ok = true;
+	}
+	pthread_mutex_unlock(sl);
+	return ok;
+}
+
+/* A free slot, else a CLOCK victim (evicted), else NULL when every slot
+ * is pinned or filling.  At most two turns of the hand. */
 static struct chunk_ref *slot_take(struct ram_tier *t)
 {
-	struct chunk_ref *s;
+	struct chunk_ref *s = NULL;
 
-	if (t->free_head.next != &t->free_head) {
-		s = t->free_head.next;
-		list_del(s);
-		return s;
+	pthread_mutex_lock(&t->evict_lock);
+	if (t->free_top) {
+		s = t->free_top;
+		t->free_top = s->fnext;
+		s->fnext = NULL;
+		goto out;
 	}
-	if (t->lru_head.next == &t->lru_head)
-		return NULL;
-	s = t->lru_head.next;
-	list_del(s);
-	hash_remove(t, s);
-	s->state = SLOT_FREE;
-	t->st.evictions++;
-	t->st.slots_used--;
-	t->st.bytes_used -= s->len;
+	for (size_t step = 0; step < 2 * t->n_slots; step++) {
+		struct chunk_ref *c = &t->slots[t->hand];
+
+		t->hand = (t->hand + 1) % t->n_slots;
+		if (atomic_load(&c->state) != SLOT_READY || atomic_load(&c->refs) != 0)
+			continue;
+		if (atomic_exchange(&c->used, false))
+			continue;           /* second chance */
+		if (slot_try_evict(t, c)) {
+			s = c;
+			break;
+		}
+	}
+out:
+	pthread_mutex_unlock(&t->evict_lock);
 	return s;
 }
 
@@ -240,6 +278,8 @@ static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *i
 	s->hash = h;
 	s->len = 0;
 	s->fill_rc = TFS_OK;
+	atomic_store(&s->used, false);
+	atomic_store(&s->orphan, false);
 	return TFS_OK;
 }
 
@@ -253,94 +293,110 @@ static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, ram_tier
 		free(o);
 		return TFS_E_NOMEM;
 	}
+	o->tier = t;
 	o->overflow = true;
-	o->refs = 1;
-	o->state = SLOT_READY;
+	atomic_init(&o->refs, 1);
+	atomic_init(&o->state, SLOT_READY);
 	rc = fill(ctx, id, o->buf, t->chunk_size, &o->len);
 	if (rc != TFS_OK) {
 		free(o->buf);
 		free(o);
 		return rc;
 	}
+	atomic_fetch_add(&t->bytes_fetched, o->len);
 	*out = o;
 	return TFS_OK;
+}
+
+/* Wait (holding a reference on s) until its fill is over. */
+static int wait_fill(struct ram_tier *t, struct chunk_ref *s)
+{
+	int state;
+
+	pthread_mutex_lock(&t->wait_lock);
+	while ((state = atomic_load(&s->state)) == SLOT_FILLING)
+		pthread_cond_wait(&t->wait_cond, &t->wait_lock);
+	pthread_mutex_unlock(&t->wait_lock);
+	return state == SLOT_READY ? TFS_OK : s->fill_rc;
 }
 
 int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
 		 void *ctx, struct chunk_ref **out)
 {
 	uint64_t h = chunk_hash(id);
-	struct chunk_ref *s;
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s, *fresh = NULL;
 	int rc;
 
 	*out = NULL;
-	pthread_mutex_lock(&t->lock);
 	for (;;) {
+		pthread_mutex_lock(sl);
 		s = hash_find(t, h, id);
-		if (!s)
-			break;
-		if (s->state == SLOT_READY) {
-			slot_ref(s);
-			t->st.hits++;
-			pthread_mutex_unlock(&t->lock);
+		if (s) {
+			atomic_fetch_add(&s->refs, 1);
+			pthread_mutex_unlock(sl);
+			if (fresh)        /* lost a race to insert it: give ours back */
+				free_push(t, fresh);
+			if (atomic_load(&s->state) != SLOT_READY) {
+				atomic_fetch_add(&t->waits, 1);
+				rc = wait_fill(t, s);
+				if (rc != TFS_OK) {
+					chunk_ref_put(s);
+					return rc;
+				}
+			}
+			atomic_store_explicit(&s->used, true, memory_order_relaxed);
+			atomic_fetch_add_explicit(&t->hits, 1, memory_order_relaxed);
 			*out = s;
 			return TFS_OK;
 		}
-		/* FILLING: wait for the filler, then look again (it may have
-		 * failed and freed the slot) */
-		t->st.waits++;
-		slot_ref(s);
-		while (s->state == SLOT_FILLING)
-			pthread_cond_wait(&t->cond, &t->lock);
-		if (s->state == SLOT_READY && slot_matches(s, h, id)) {
-			t->st.hits++;    /* keep the waiter's reference */
-			pthread_mutex_unlock(&t->lock);
-			*out = s;
-			return TFS_OK;
+		if (fresh)
+			break;            /* still absent: insert ours (lock held) */
+		pthread_mutex_unlock(sl);
+		fresh = slot_take(t);
+		if (!fresh) {
+			atomic_fetch_add(&t->misses, 1);
+			atomic_fetch_add(&t->overflow, 1);
+			return fill_overflow(t, id, fill, ctx, out);
 		}
-		rc = s->fill_rc;
-		slot_unref(t, s);
-		if (rc != TFS_OK && s->state == SLOT_FREE) {
-			pthread_mutex_unlock(&t->lock);
+		rc = slot_assign(fresh, h, id, t->chunk_size);
+		if (rc != TFS_OK) {
+			free_push(t, fresh);
 			return rc;
 		}
 	}
-	t->st.misses++;
-	s = slot_take(t);
-	if (!s) {
-		t->st.overflow++;
-		pthread_mutex_unlock(&t->lock);
-		return fill_overflow(t, id, fill, ctx, out);
-	}
-	rc = slot_assign(s, h, id, t->chunk_size);
-	if (rc != TFS_OK) {
-		list_add_tail(&t->free_head, s);   /* back, unused */
-		pthread_mutex_unlock(&t->lock);
-		return rc;
-	}
-	s->state = SLOT_FILLING;
-	s->refs = 1;     /* off every list since slot_take() */
-	s->hnext = t->buckets[h & (t->n_buckets - 1)];
-	t->buckets[h & (t->n_buckets - 1)] = s;
-	pthread_mutex_unlock(&t->lock);
+	atomic_store(&fresh->state, SLOT_FILLING);
+	atomic_store(&fresh->refs, 1);
+	fresh->hnext = t->buckets[h & (t->n_buckets - 1)];
+	t->buckets[h & (t->n_buckets - 1)] = fresh;
+	pthread_mutex_unlock(sl);
+	atomic_fetch_add(&t->misses, 1);
 
-	rc = fill(ctx, id, s->buf, t->chunk_size, &s->len);
+	rc = fill(ctx, id, fresh->buf, t->chunk_size, &fresh->len);
 
-	pthread_mutex_lock(&t->lock);
 	if (rc == TFS_OK) {
-		s->state = SLOT_READY;
-		t->st.slots_used++;
-		t->st.bytes_used += s->len;
-		*out = s;
-	} else {
-		hash_remove(t, s);
-		s->state = SLOT_FREE;
-		s->fill_rc = rc;
-		slot_unref(t, s);
-		t->st.fills_failed++;
+		atomic_fetch_add(&t->insertions, 1);
+		atomic_fetch_add(&t->entries, 1);
+		atomic_fetch_add(&t->bytes_used, fresh->len);
+		atomic_fetch_add(&t->bytes_fetched, fresh->len);
+		pthread_mutex_lock(&t->wait_lock);
+		atomic_store(&fresh->state, SLOT_READY);
+		pthread_cond_broadcast(&t->wait_cond);
+		pthread_mutex_unlock(&t->wait_lock);
+		*out = fresh;
+		return TFS_OK;
 	}
-	pthread_cond_broadcast(&t->cond);
-	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add(&t->fills_failed, 1);
+	pthread_mutex_lock(sl);
+	hash_remove(t, fresh);
+	pthread_mutex_unlock(sl);
+	atomic_store(&fresh->orphan, true);
+	pthread_mutex_lock(&t->wait_lock);
+	fresh->fill_rc = rc;
+	atomic_store(&fresh->state, SLOT_FREE);
+	pthread_cond_broadcast(&t->wait_cond);
+	pthread_mutex_unlock(&t->wait_lock);
+	chunk_ref_put(fresh);
 	return rc;
 }
 
@@ -354,23 +410,40 @@ size_t chunk_ref_len(const struct chunk_ref *r)
 	return r->len;
 }
 
-void chunk_ref_put(struct ram_tier *t, struct chunk_ref *r)
+struct chunk_ref *chunk_ref_dup(struct chunk_ref *r)
 {
-	if (!r)
+	assert(atomic_load(&r->refs) > 0);
+	atomic_fetch_add(&r->refs, 1);
+	return r;
+}
+
+void chunk_ref_put(struct chunk_ref *r)
+{
+	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
 		return;
 	if (r->overflow) {
 		free(r->buf);
 		free(r);
 		return;
 	}
-	pthread_mutex_lock(&t->lock);
-	slot_unref(t, r);
-	pthread_mutex_unlock(&t->lock);
+	/* a READY slot stays hashed for the CLOCK to find; only a failed
+	 * fill's slot, unhashed while referenced, is freed by its last put */
+	if (atomic_exchange(&r->orphan, false))
+		free_push(r->tier, r);
 }
 
-void ram_tier_stats(struct ram_tier *t, struct ram_tier_stats *out)
+void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 {
-	pthread_mutex_lock(&t->lock);
-	*out = t->st;
-	pthread_mutex_unlock(&t->lock);
+	memset(out, 0, sizeof(*out));
+	out->hits = atomic_load(&t->hits);
+	out->misses = atomic_load(&t->misses);
+	out->waits = atomic_load(&t->waits);
+	out->evictions = atomic_load(&t->evictions);
+	out->overflow = atomic_load(&t->overflow);
+	out->fills_failed = atomic_load(&t->fills_failed);
+	out->insertions = atomic_load(&t->insertions);
+	out->bytes_fetched = atomic_load(&t->bytes_fetched);
+	out->entries = atomic_load(&t->entries);
+	out->bytes_used = atomic_load(&t->bytes_used);
+	out->capacity = (uint64_t)t->n_slots * t->chunk_size;
 }

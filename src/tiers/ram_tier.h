@@ -1,16 +1,17 @@
 /* ram_tier.h - a bounded RAM cache of object chunks.
  *
- * A chunk is named by (key, etag, index): a changed object (new ETag) can
- * never be served from an older version's chunks.  Buffers are refcounted:
- * a chunk being replied from is never freed or reused under its reader.
+ * Buffers are refcounted: a chunk being replied from is never freed or
+ * reused under its reader, and replies point into it (no copy).
  * Concurrent misses on one chunk run the fill function once (single-flight);
- * the others wait for its result.
+ * the others wait for its result.  A hit takes one of many stripe locks for
+ * a hash probe, never a tier-wide lock, and allocates nothing.
  *
  * Memory bound: capacity / chunk_size slots.  When every slot is referenced
  * a miss is served from a private buffer freed at its last unref, so usage
  * exceeds the bound only by chunks in flight (one per reading thread).
- * Victims are the least recently used unreferenced slots (the access-
- * frequency policy of issue 4 replaces this choice).
+ * Victims are chosen by CLOCK (second chance): an approximation of least
+ * recently used that needs no list update on a hit (the access-frequency
+ * policy of issue 4 replaces this choice).
  * Thread-safe.
  */
 #ifndef TIERFS_RAM_TIER_H
@@ -19,14 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers/chunk_id.h"
+#include "tiers/tier_stats.h"
+
 struct ram_tier;
 struct chunk_ref;
-
-struct chunk_id {
-	const char *key;
-	const char *etag;
-	uint64_t index;
-};
 
 /* Fill buf (cap bytes) with the chunk's bytes; set *len.  Returns a
  * tfs_err code; on failure nothing is cached. */
@@ -44,12 +42,11 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 
 const void *chunk_ref_data(const struct chunk_ref *r);
 size_t chunk_ref_len(const struct chunk_ref *r);
-void chunk_ref_put(struct ram_tier *t, struct chunk_ref *r);
+/* Another reference to a chunk the caller already holds one on. */
+struct chunk_ref *chunk_ref_dup(struct chunk_ref *r);
+/* Drop one reference.  NULL is a no-op.  Lock-free. */
+void chunk_ref_put(struct chunk_ref *r);
 
-struct ram_tier_stats {
-	uint64_t hits, misses, fills_failed, waits, evictions, overflow;
-	uint64_t slots, slots_used, bytes_used;
-};
-void ram_tier_stats(struct ram_tier *t, struct ram_tier_stats *out);
+void ram_tier_stats(struct ram_tier *t, struct tier_stats *out);
 
 #endif

@@ -36,18 +36,18 @@ Test(ram_tier, hit_after_miss_and_etag_separates_versions)
 	struct counter c = { 0 };
 	struct chunk_ref *r;
 	struct chunk_id a = { "obj", "\"v1\"", 3 }, b = { "obj", "\"v2\"", 3 };
-	struct ram_tier_stats st;
+	struct tier_stats st;
 
 	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 3);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 3);
-	chunk_ref_put(t, r);
+	chunk_ref_put(r);
 	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
-	chunk_ref_put(t, r);
+	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 1);
 	/* same key and index, another ETag: never the old bytes */
 	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &r), TFS_OK);
-	chunk_ref_put(t, r);
+	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.hits, 1);
@@ -60,25 +60,25 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 	struct ram_tier *t = ram_tier_new(2 * CS, CS);
 	struct counter c = { 0 };
 	struct chunk_ref *r;
-	struct ram_tier_stats st;
+	struct tier_stats st;
 
 	for (uint64_t i = 0; i < 3; i++) {
 		struct chunk_id id = { "k", "e", i };
 		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
-		chunk_ref_put(t, r);
+		chunk_ref_put(r);
 	}
 	ram_tier_stats(t, &st);
-	cr_assert_eq(st.slots, 2);
-	cr_assert_eq(st.slots_used, 2);
+	cr_assert_eq(st.capacity, 2 * CS);
+	cr_assert_eq(st.entries, 2);
 	cr_assert_eq(st.evictions, 1);
 	/* chunk 0 was the least recently used: it is gone, 1 and 2 stay */
 	{
 		struct chunk_id id2 = { "k", "e", 2 }, id0 = { "k", "e", 0 };
 		cr_assert_eq(ram_tier_get(t, &id2, fill, &c, &r), TFS_OK);
-		chunk_ref_put(t, r);
+		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 3);
 		cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
-		chunk_ref_put(t, r);
+		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 4);
 	}
 	ram_tier_free(t);
@@ -90,7 +90,7 @@ Test(ram_tier, referenced_chunks_are_never_reused)
 	struct counter c = { 0 };
 	struct chunk_ref *held, *other;
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
-	struct ram_tier_stats st;
+	struct tier_stats st;
 
 	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &held), TFS_OK);
 	/* the only slot is pinned: b is served from an overflow buffer */
@@ -99,8 +99,8 @@ Test(ram_tier, referenced_chunks_are_never_reused)
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(other))[0], 2);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.overflow, 1);
-	chunk_ref_put(t, other);
-	chunk_ref_put(t, held);
+	chunk_ref_put(other);
+	chunk_ref_put(held);
 	ram_tier_free(t);
 }
 
@@ -115,7 +115,7 @@ Test(ram_tier, failed_fill_caches_nothing)
 	cr_assert_null(r);
 	c.fail_rc = 0;
 	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
-	chunk_ref_put(t, r);
+	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_free(t);
 }
@@ -136,7 +136,7 @@ static void *race(void *arg)
 	r->rc = ram_tier_get(r->t, &id, fill, r->c, &ref);
 	if (r->rc == TFS_OK) {
 		r->first = ((const unsigned char *)chunk_ref_data(ref))[0];
-		chunk_ref_put(r->t, ref);
+		chunk_ref_put(ref);
 	}
 	return NULL;
 }
@@ -177,5 +177,126 @@ Test(ram_tier, concurrent_failure_is_shared_not_retried_forever)
 		cr_assert_eq(rs[i].rc, TFS_E_STALE);
 	}
 	cr_assert_leq(c.fills, 8);
+	ram_tier_free(t);
+}
+
+/* A hit sets the CLOCK bit: a chunk read again survives a miss that
+ * evicts, one read once does not. */
+Test(ram_tier, clock_gives_reread_chunks_a_second_chance)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct chunk_id id0 = { "k", "e", 0 }, id1 = { "k", "e", 1 }, id2 = { "k", "e", 2 };
+
+	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_get(t, &id1, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);   /* hit */
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_get(t, &id2, fill, &c, &r), TFS_OK);   /* evicts 1 */
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 3);
+	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 3, "chunk 0 was re-read and must have survived");
+	cr_assert_eq(ram_tier_get(t, &id1, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 4, "chunk 1 was the victim");
+	ram_tier_free(t);
+}
+
+Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
+{
+	struct ram_tier *t = ram_tier_new(CS, CS);
+	struct counter c = { 0 };
+	struct chunk_ref *r, *d, *o;
+	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
+	struct tier_stats st;
+
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	d = chunk_ref_dup(r);
+	chunk_ref_put(r);
+	/* still pinned by d: b cannot take the only slot */
+	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &o), TFS_OK);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.overflow, 1);
+	cr_assert_eq(((const unsigned char *)chunk_ref_data(d))[0], 1);
+	chunk_ref_put(o);
+	chunk_ref_put(d);
+	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &o), TFS_OK);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.evictions, 1);
+	chunk_ref_put(o);
+	ram_tier_free(t);
+}
+
+/* Many readers over more chunks than slots, some fills failing: every
+ * byte a reader sees belongs to the chunk it asked for, and the counters
+ * add up. */
+struct stress {
+	struct ram_tier *t;
+	unsigned seed;
+	atomic_int *fills, *bad;
+};
+
+static int stress_fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+{
+	struct stress *s = ctx;
+
+	atomic_fetch_add(s->fills, 1);
+	if (id->index % 13 == 5 && (rand_r(&s->seed) & 3) == 0)
+		return TFS_E_IO;
+	memset(buf, (int)(id->index * 7 + 1) & 0xff, cap);
+	*len = cap;
+	return TFS_OK;
+}
+
+static void *stress_run(void *arg)
+{
+	struct stress *s = arg;
+
+	for (int i = 0; i < 4000; i++) {
+		struct chunk_id id = { "obj", "e", (uint64_t)(rand_r(&s->seed) % 24) };
+		struct chunk_ref *r;
+		int rc = ram_tier_get(s->t, &id, stress_fill, s, &r);
+
+		if (rc == TFS_E_IO)
+			continue;
+		if (rc != TFS_OK) {
+			atomic_fetch_add(s->bad, 1);
+			continue;
+		}
+		const unsigned char *p = chunk_ref_data(r);
+		if (chunk_ref_len(r) != CS || p[0] != ((id.index * 7 + 1) & 0xff) ||
+		    p[CS - 1] != p[0])
+			atomic_fetch_add(s->bad, 1);
+		chunk_ref_put(r);
+	}
+	return NULL;
+}
+
+Test(ram_tier, stress_readers_always_see_their_own_chunk)
+{
+	struct ram_tier *t = ram_tier_new(8 * CS, CS);
+	atomic_int fills = 0, bad = 0;
+	struct stress ss[8];
+	pthread_t th[8];
+	struct tier_stats st;
+
+	for (unsigned i = 0; i < 8; i++) {
+		ss[i] = (struct stress){ t, i + 1, &fills, &bad };
+		pthread_create(&th[i], NULL, stress_run, &ss[i]);
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(atomic_load(&bad), 0);
+	ram_tier_stats(t, &st);
+	cr_assert_leq(st.entries, 8);
+	/* every get is a hit or a miss, except waiters on a failed fill */
+	cr_assert_leq(st.hits + st.misses, 8 * 4000);
+	cr_assert_geq(st.hits + st.misses, 8 * 4000 - st.waits);
+	cr_assert_eq(st.misses, (uint64_t)atomic_load(&fills));
 	ram_tier_free(t);
 }

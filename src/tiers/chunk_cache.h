@@ -1,0 +1,58 @@
+/* chunk_cache.h - the read chain: RAM tier -> SSD tier -> object store.
+ *
+ * A read asks for a chunk by id.  A RAM hit is served at once.  A RAM miss
+ * fills a RAM slot (single-flight: concurrent misses on one chunk wait for
+ * one fill) from the SSD tier when it holds a verified copy (promotion),
+ * else from the object store through the caller's fetch function; a chunk
+ * fetched from the store is then queued for the SSD tier (write-behind, so
+ * a restart or kill -9 finds it without a GET; the RAM buffer stays pinned
+ * until written).  The SSD tier is optional, and a failing one is a miss:
+ * it can slow a read down, never fail it.
+ * Thread-safe.
+ */
+#ifndef TIERFS_CHUNK_CACHE_H
+#define TIERFS_CHUNK_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tiers/chunk_id.h"
+#include "tiers/ram_tier.h"
+#include "tiers/tier_stats.h"
+
+struct chunk_cache;
+struct ssd_tier;
+
+struct chunk_cache_config {
+	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
+	size_t chunk_size;
+	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
+};
+
+struct chunk_cache_stats {
+	struct tier_stats ram, ssd;
+	bool has_ssd;
+	uint64_t store_fetches;    /* chunk fills from the object store */
+	uint64_t store_bytes;      /* bytes those fills brought */
+	uint64_t store_errors;     /* fills that failed */
+};
+
+/* NULL on bad config or out of memory. */
+struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg);
+/* Every reference must be put first.  Does not close the SSD tier. */
+void chunk_cache_free(struct chunk_cache *cc);
+
+/* A reference to chunk id, from RAM, SSD, or fetch(ctx, ...) (the object
+ * store).  *out is set on TFS_OK only; chunk_ref_put() it.  Errors are the
+ * fetch's. */
+int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, ram_tier_fill_fn fetch,
+		    void *ctx, struct chunk_ref **out);
+
+/* Object key is now at version keep_etag: reclaim the space of its other
+ * versions' chunks (in the background). */
+void chunk_cache_forget_versions(struct chunk_cache *cc, const char *key, const char *keep_etag);
+
+void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out);
+
+#endif

@@ -1,0 +1,26 @@
+/* tier_stats.h - the counters every cache tier keeps, in one shape, so the
+ * chain, the SIGUSR1 dump and (later) the control socket print them alike.
+ * A field a tier has no use for stays 0.
+ */
+#ifndef TIERFS_TIER_STATS_H
+#define TIERFS_TIER_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tier_stats {
+	uint64_t hits, misses;
+	uint64_t bytes_served;       /* bytes handed out by hits */
+	uint64_t bytes_fetched;      /* bytes put into this tier from below */
+	uint64_t insertions, evictions;
+	uint64_t entries, bytes_used, capacity;   /* occupancy now, and its bound */
+	uint64_t checksum_failures;  /* stored copies found corrupt (dropped) */
+	uint64_t io_errors;          /* failed reads/writes of the tier's media */
+	uint64_t dropped;            /* insertions refused: queue full, no space, degraded */
+	uint64_t waits;              /* readers that waited on another's fill */
+	uint64_t overflow;           /* chunks served from a private buffer */
+	uint64_t fills_failed;       /* misses whose fill from below failed */
+	bool degraded;               /* the media failed lately; reads fall through */
+};
+
+#endif

@@ -1,0 +1,1040 @@
+/* Unit tests for src/tiers/ssd_tier: round trips, proof of bytes, restart,
+ * reconcile, bounds, directory safety, failures and concurrency. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "common/tfs_err.h"
+#include "tiers/cache_index.h"
+#include "tiers/ssd_tier.h"
+
+#define CS (64u * 1024)
+#define OWNER "https://s3.test:9000 bucket prefix/"
+#define FILE_BYTES(len) (4096u + (((uint64_t)(len) + 4095) & ~(uint64_t)4095))
+
+static char base[64];      /* mkdtemp'd per test */
+static char cdir[128];     /* base/cache: the cache root (created by open) */
+static bool mounted;
+
+static atomic_int released;
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void setup(void)
+{
+	strcpy(base, "/tmp/tfs-ssd-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	snprintf(cdir, sizeof(cdir), "%s/cache", base);
+	atomic_store(&released, 0);
+	mounted = false;
+}
+
+static void teardown(void)
+{
+	if (mounted)
+		umount2(cdir, MNT_DETACH);   /* runs after a failed assertion too */
+	mounted = false;
+	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(ssd_tier, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct ssd_tier_config cfg_default(void)
+{
+	return (struct ssd_tier_config){ .dir = cdir, .owner = OWNER, .capacity = 0,
+					 .min_free_pct = 0, .chunk_size = CS, .queue_max = 64,
+					 .wipe = false };
+}
+
+static struct ssd_tier *tier_open(const struct ssd_tier_config *cfg)
+{
+	struct ssd_tier *t = NULL;
+	char err[1024];
+	int rc = ssd_tier_open(cfg, &t, err, sizeof(err));
+
+	cr_assert_eq(rc, TFS_OK, "open: %s", err);
+	cr_assert_not_null(t);
+	return t;
+}
+
+/* Open that must fail; returns the message. */
+static const char *tier_open_fails(const struct ssd_tier_config *cfg)
+{
+	static char err[1024];
+	struct ssd_tier *t = (void *)1;
+	int rc = ssd_tier_open(cfg, &t, err, sizeof(err));
+
+	cr_assert_neq(rc, TFS_OK, "open succeeded");
+	cr_assert_null(t);
+	cr_assert_neq(err[0], '\0');
+	return err;
+}
+
+static unsigned char pattern(const struct chunk_id *id, size_t i)
+{
+	uint64_t h = XXH3_64bits(id->key, strlen(id->key)) ^ XXH3_64bits(id->etag, strlen(id->etag));
+	return (unsigned char)((h >> 8) + id->index * 31 + i * 7 + (i >> 12));
+}
+
+static void release_free(void *arg)
+{
+	free(arg);
+	atomic_fetch_add(&released, 1);
+}
+
+/* Queue a patterned chunk; the buffer is freed by the release callback. */
+static bool store(struct ssd_tier *t, const struct chunk_id *id, size_t len)
+{
+	unsigned char *b = malloc(len ? len : 1);
+
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = pattern(id, i);
+	return ssd_tier_store(t, id, b, len, release_free, b);
+}
+
+/* Read and check: true on a byte-exact hit of want_len, false on a miss;
+ * a hit with wrong bytes fails the test. */
+static bool read_ok(struct ssd_tier *t, const struct chunk_id *id, size_t want_len)
+{
+	unsigned char *b = malloc(CS);
+	size_t len = 12345;
+	int rc = ssd_tier_read(t, id, b, CS, &len);
+
+	cr_assert(rc == TFS_OK || rc == TFS_MISS, "rc %d", rc);
+	if (rc == TFS_MISS) {
+		free(b);
+		return false;
+	}
+	cr_assert_eq(len, want_len);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(b[i], pattern(id, i), "byte %zu of %s#%llu", i, id->key,
+			     (unsigned long long)id->index);
+	free(b);
+	return true;
+}
+
+static void chunk_path(const struct chunk_id *id, char *out, size_t cap)
+{
+	char k[8192];
+	size_t n = cache_index_chunk_key(id, k, sizeof(k));
+	XXH128_hash_t h = XXH3_128bits(k, n);
+	char hex[33];
+
+	snprintf(hex, sizeof(hex), "%016llx%016llx", (unsigned long long)h.high64,
+		 (unsigned long long)h.low64);
+	snprintf(out, cap, "%s/chunks/%.2s/%s", cdir, hex, hex);
+}
+
+static size_t count_chunk_files(const char *root)
+{
+	char path[256];
+	DIR *top, *sub;
+	struct dirent *de, *fe;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/chunks", root);
+	top = opendir(path);
+	if (!top)
+		return 0;
+	while ((de = readdir(top)) != NULL) {
+		char sp[512];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sp, sizeof(sp), "%s/%s", path, de->d_name);
+		sub = opendir(sp);
+		if (!sub)
+			continue;
+		while ((fe = readdir(sub)) != NULL)
+			if (fe->d_name[0] != '.')
+				n++;
+		closedir(sub);
+	}
+	closedir(top);
+	return n;
+}
+
+static void corrupt_byte(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	unsigned char c;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pread(fd, &c, 1, off), 1);
+	c ^= 0x5a;
+	cr_assert_eq(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+static struct tier_stats stats(struct ssd_tier *t)
+{
+	struct tier_stats st;
+	ssd_tier_stats(t, &st);
+	return st;
+}
+
+Test(ssd_tier, roundtrip_sizes_byte_exact)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	size_t sizes[] = { CS, CS - 1, 1, 4096, 4097, 0, 12345 };
+	size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	uint64_t bytes = 0, fbytes = 0;
+	struct tier_stats st;
+
+	for (size_t i = 0; i < n; i++) {
+		struct chunk_id id = { "dir/object.bin", "\"abc-1\"", i };
+		cr_assert(store(t, &id, sizes[i]));
+		bytes += sizes[i];
+		fbytes += FILE_BYTES(sizes[i]);
+	}
+	ssd_tier_flush(t);
+	cr_assert_eq(atomic_load(&released), (int)n);
+	for (size_t i = 0; i < n; i++) {
+		struct chunk_id id = { "dir/object.bin", "\"abc-1\"", i };
+		cr_assert(read_ok(t, &id, sizes[i]), "chunk %zu", i);
+	}
+	st = stats(t);
+	cr_assert_eq(st.insertions, n);
+	cr_assert_eq(st.entries, n);
+	cr_assert_eq(st.hits, n);
+	cr_assert_eq(st.misses, 0);
+	cr_assert_eq(st.bytes_served, bytes);
+	cr_assert_eq(st.bytes_fetched, bytes);
+	cr_assert_eq(st.bytes_used, fbytes);
+	cr_assert_eq(count_chunk_files(cdir), n);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, unknown_chunk_other_etag_other_index_miss)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id id = { "k", "e1", 3 }, other_etag = { "k", "e2", 3 },
+			other_index = { "k", "e1", 4 }, unknown = { "nope", "e1", 3 };
+	unsigned char small[10];
+	size_t len = 99;
+
+	cr_assert(store(t, &id, 1000));
+	ssd_tier_flush(t);
+	cr_assert_not(read_ok(t, &unknown, 0));
+	cr_assert_not(read_ok(t, &other_etag, 0));
+	cr_assert_not(read_ok(t, &other_index, 0));
+	/* a buffer too small is a miss, and the copy stays */
+	cr_assert_eq(ssd_tier_read(t, &id, small, sizeof(small), &len), TFS_MISS);
+	cr_assert_eq(len, 0);
+	cr_assert(read_ok(t, &id, 1000));
+	cr_assert_eq(stats(t).misses, 4);
+	cr_assert_eq(stats(t).checksum_failures, 0);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, reopen_hits_without_rewrite)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct tier_stats st;
+
+	for (uint64_t i = 0; i < 5; i++) {
+		struct chunk_id id = { "obj", "e", i };
+		cr_assert(store(t, &id, CS - i));
+	}
+	ssd_tier_close(t);   /* close finishes the queue: no flush needed */
+	cr_assert_eq(atomic_load(&released), 5);
+
+	t = tier_open(&cfg);
+	st = stats(t);
+	cr_assert_eq(st.entries, 5);
+	cr_assert_eq(st.bytes_used, 5 * FILE_BYTES(CS));
+	for (uint64_t i = 0; i < 5; i++) {
+		struct chunk_id id = { "obj", "e", i };
+		cr_assert(read_ok(t, &id, CS - i));
+	}
+	st = stats(t);
+	cr_assert_eq(st.insertions, 0);
+	cr_assert_eq(st.hits, 5);
+	/* an already stored chunk is refused, and its data released */
+	{
+		struct chunk_id id = { "obj", "e", 0 };
+		cr_assert_not(store(t, &id, CS));
+		cr_assert_eq(atomic_load(&released), 6);
+	}
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, flipped_data_byte_is_a_counted_miss_and_dropped)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id id = { "obj", "e", 0 };
+	char path[512];
+	struct stat sb;
+	struct tier_stats st;
+
+	cr_assert(store(t, &id, 5000));
+	ssd_tier_flush(t);
+	chunk_path(&id, path, sizeof(path));
+	corrupt_byte(path, 4096 + 4321);
+	cr_assert_not(read_ok(t, &id, 5000));
+	st = stats(t);
+	cr_assert_eq(st.checksum_failures, 1);
+	cr_assert_eq(st.entries, 0);
+	cr_assert_eq(st.bytes_used, 0);
+	cr_assert_not(read_ok(t, &id, 5000));
+	cr_assert_eq(stats(t).checksum_failures, 1);   /* no second file read */
+	ssd_tier_flush(t);
+	cr_assert_eq(stat(path, &sb), -1);
+	cr_assert_eq(errno, ENOENT);
+	ssd_tier_close(t);
+	/* and the record went with it: nothing comes back at reopen */
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 0);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, flipped_header_byte_is_a_counted_miss)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id a = { "obj", "e", 0 }, b = { "obj", "e", 1 };
+	char path[512];
+
+	cr_assert(store(t, &a, 5000));
+	cr_assert(store(t, &b, 5000));
+	ssd_tier_flush(t);
+	chunk_path(&a, path, sizeof(path));
+	corrupt_byte(path, 65);          /* a byte of the key */
+	chunk_path(&b, path, sizeof(path));
+	corrupt_byte(path, 3000);        /* padding: covered by the header checksum */
+	cr_assert_not(read_ok(t, &a, 5000));
+	cr_assert_not(read_ok(t, &b, 5000));
+	cr_assert_eq(stats(t).checksum_failures, 2);
+	ssd_tier_flush(t);
+	cr_assert_eq(count_chunk_files(cdir), 0);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, truncated_and_deleted_files_are_misses)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id a = { "obj", "e", 0 }, b = { "obj", "e", 1 };
+	char path[512];
+	struct tier_stats st;
+
+	cr_assert(store(t, &a, CS));
+	cr_assert(store(t, &b, CS));
+	ssd_tier_flush(t);
+	chunk_path(&a, path, sizeof(path));
+	cr_assert_eq(truncate(path, 4096 + CS / 2), 0);
+	chunk_path(&b, path, sizeof(path));
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_not(read_ok(t, &a, CS));
+	cr_assert_not(read_ok(t, &b, CS));
+	st = stats(t);
+	cr_assert_eq(st.checksum_failures, 1);   /* the truncated one */
+	cr_assert_eq(st.io_errors, 0);           /* a missing file is no I/O error */
+	cr_assert_eq(st.entries, 0);
+	cr_assert_eq(st.misses, 2);
+	/* both can be stored again */
+	cr_assert(store(t, &a, CS));
+	cr_assert(store(t, &b, CS));
+	ssd_tier_flush(t);
+	cr_assert(read_ok(t, &a, CS));
+	cr_assert(read_ok(t, &b, CS));
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, missing_file_record_dropped_at_open)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id a = { "obj", "e", 0 }, b = { "obj", "e", 1 };
+	char path[512];
+
+	cr_assert(store(t, &a, 100));
+	cr_assert(store(t, &b, 100));
+	ssd_tier_close(t);
+	chunk_path(&a, path, sizeof(path));
+	cr_assert_eq(unlink(path), 0);
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 1);
+	cr_assert_eq(stats(t).bytes_used, FILE_BYTES(100));
+	cr_assert_not(read_ok(t, &a, 100));
+	cr_assert(read_ok(t, &b, 100));
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, leftover_tmp_removed_at_open)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	char path[512];
+	struct stat sb;
+	FILE *f;
+
+	ssd_tier_close(t);
+	snprintf(path, sizeof(path), "%s/chunks/ab", cdir);
+	cr_assert(mkdir(path, 0700) == 0 || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/chunks/ab/ab0123456789abcdef0123456789abcd.tmp", cdir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("half a chunk", f);
+	fclose(f);
+	t = tier_open(&cfg);
+	cr_assert_eq(stat(path, &sb), -1);
+	cr_assert_eq(stats(t).entries, 0);
+	ssd_tier_close(t);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[8192];
+	int in = open(from, O_RDONLY), out;
+	ssize_t n;
+
+	cr_assert_geq(in, 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(out, 0, "%s: %s", to, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+Test(ssd_tier, orphan_chunk_file_adopted_and_bad_one_deleted)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id id = { "dir/orphan", "\"v9\"", 7 }, bad = { "dir/bad", "e", 0 };
+	char other[128], src[512], dst[512], sub[512];
+	struct stat sb;
+
+	/* a second cache of the same owner holds the chunk */
+	snprintf(other, sizeof(other), "%s/other", base);
+	cfg.dir = other;
+	t = tier_open(&cfg);
+	cr_assert(store(t, &id, 3333));
+	ssd_tier_close(t);
+	snprintf(cdir, sizeof(cdir), "%s", other);
+	chunk_path(&id, src, sizeof(src));
+	snprintf(cdir, sizeof(cdir), "%s/cache", base);
+
+	/* a fresh cache, no record of it */
+	cfg.dir = cdir;
+	t = tier_open(&cfg);
+	ssd_tier_close(t);
+	chunk_path(&id, dst, sizeof(dst));
+	snprintf(sub, sizeof(sub), "%.*s", (int)(strrchr(dst, '/') - dst), dst);
+	cr_assert(mkdir(sub, 0700) == 0 || errno == EEXIST);
+	copy_file(src, dst);
+	/* a file with a chunk's name and a broken header */
+	chunk_path(&bad, dst, sizeof(dst));
+	snprintf(sub, sizeof(sub), "%.*s", (int)(strrchr(dst, '/') - dst), dst);
+	cr_assert(mkdir(sub, 0700) == 0 || errno == EEXIST);
+	copy_file(src, dst);   /* valid header, but it names another chunk */
+
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 1);
+	cr_assert(read_ok(t, &id, 3333));
+	cr_assert_eq(stat(dst, &sb), -1);
+	cr_assert_eq(stats(t).insertions, 0);
+	ssd_tier_close(t);
+	/* adopted for good: the record was written */
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 1);
+	cr_assert(read_ok(t, &id, 3333));
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, orphan_of_another_owner_not_adopted)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id id = { "k", "e", 0 };
+	char other[128], src[512], dst[512], sub[512];
+
+	snprintf(other, sizeof(other), "%s/other", base);
+	cfg.dir = other;
+	cfg.owner = "https://elsewhere bucket2/";
+	t = tier_open(&cfg);
+	cr_assert(store(t, &id, 100));
+	ssd_tier_close(t);
+	snprintf(cdir, sizeof(cdir), "%s", other);
+	chunk_path(&id, src, sizeof(src));
+	snprintf(cdir, sizeof(cdir), "%s/cache", base);
+
+	cfg = cfg_default();
+	t = tier_open(&cfg);
+	ssd_tier_close(t);
+	chunk_path(&id, dst, sizeof(dst));
+	snprintf(sub, sizeof(sub), "%.*s", (int)(strrchr(dst, '/') - dst), dst);
+	cr_assert(mkdir(sub, 0700) == 0 || errno == EEXIST);
+	copy_file(src, dst);
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 0);
+	cr_assert_not(read_ok(t, &id, 100));
+	cr_assert_eq(count_chunk_files(cdir), 0);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, capacity_bound_keeps_recently_read)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id id[6];
+	struct tier_stats st;
+
+	cfg.capacity = 3 * FILE_BYTES(CS);
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < 6; i++)
+		id[i] = (struct chunk_id){ "big", "e", i };
+	for (int i = 0; i < 3; i++)
+		cr_assert(store(t, &id[i], CS));
+	ssd_tier_flush(t);
+	/* chunk 0 is read before each new store: it must outlive 1, 2 and 3 */
+	for (int i = 3; i < 6; i++) {
+		cr_assert(read_ok(t, &id[0], CS));
+		cr_assert(store(t, &id[i], CS));
+		ssd_tier_flush(t);
+		st = stats(t);
+		cr_assert_leq(st.entries, 3);
+		cr_assert_leq(st.bytes_used, cfg.capacity);
+		cr_assert_eq(count_chunk_files(cdir), st.entries);
+	}
+	cr_assert(read_ok(t, &id[0], CS));
+	cr_assert_not(read_ok(t, &id[1], CS));
+	cr_assert_not(read_ok(t, &id[2], CS));
+	cr_assert_not(read_ok(t, &id[3], CS));
+	cr_assert(read_ok(t, &id[4], CS));
+	cr_assert(read_ok(t, &id[5], CS));
+	st = stats(t);
+	cr_assert_eq(st.evictions, 3);
+	cr_assert_eq(st.entries, 3);
+	ssd_tier_close(t);
+
+	/* a smaller bound at the next open evicts down, by last access */
+	cfg.capacity = 2 * FILE_BYTES(CS);
+	t = tier_open(&cfg);
+	st = stats(t);
+	cr_assert_eq(st.entries, 2);
+	cr_assert_leq(st.bytes_used, cfg.capacity);
+	cr_assert_eq(count_chunk_files(cdir), 2);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, capacity_below_one_chunk_drops)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id id = { "k", "e", 0 };
+
+	cfg.capacity = 4096;
+	t = tier_open(&cfg);
+	cr_assert(store(t, &id, 100));   /* queued, then dropped by the writer */
+	ssd_tier_flush(t);
+	cr_assert_eq(stats(t).dropped, 1);
+	cr_assert_eq(stats(t).entries, 0);
+	cr_assert_eq(atomic_load(&released), 1);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, identity_mismatch_refused_and_wipe_recreates)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id id = { "k", "e", 0 };
+	const char *msg;
+
+	cr_assert(store(t, &id, 100));
+	ssd_tier_close(t);
+
+	cfg.owner = "https://other bucket/";
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, OWNER) && strstr(msg, "https://other bucket/"), "%s", msg);
+	cr_assert(strstr(msg, "--cache-wipe"), "%s", msg);
+
+	cfg = cfg_default();
+	cfg.chunk_size = 2 * CS;
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "65536") && strstr(msg, "131072"), "%s", msg);
+	cr_assert(strstr(msg, "chunk size"), "%s", msg);
+
+	/* still intact after the refusals */
+	cfg = cfg_default();
+	t = tier_open(&cfg);
+	cr_assert(read_ok(t, &id, 100));
+	ssd_tier_close(t);
+
+	cfg.owner = "https://other bucket/";
+	cfg.wipe = true;
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 0);
+	cr_assert_eq(count_chunk_files(cdir), 0);
+	cr_assert_not(read_ok(t, &id, 100));
+	ssd_tier_close(t);
+	/* the new identity sticks */
+	cfg.wipe = false;
+	t = tier_open(&cfg);
+	ssd_tier_close(t);
+	cfg = cfg_default();
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "https://other bucket/"), "%s", msg);
+}
+
+Test(ssd_tier, symlink_root_refused)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	char real[128];
+	const char *msg;
+
+	snprintf(real, sizeof(real), "%s/real", base);
+	cr_assert_eq(mkdir(real, 0700), 0);
+	cr_assert_eq(symlink(real, cdir), 0);
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "symbolic link"), "%s", msg);
+	/* a trailing slash must not make lstat follow the link */
+	{
+		char slash[160];
+		snprintf(slash, sizeof(slash), "%s/", cdir);
+		cfg.dir = slash;
+		msg = tier_open_fails(&cfg);
+		cr_assert(strstr(msg, "symbolic link"), "%s", msg);
+	}
+	{
+		char sub[160];
+		struct stat sb;
+		snprintf(sub, sizeof(sub), "%s/index", real);
+		cr_assert_eq(stat(sub, &sb), -1);   /* nothing was written through it */
+	}
+}
+
+Test(ssd_tier, root_owned_by_another_user_refused)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	const char *msg;
+
+	cr_assert_eq(mkdir(cdir, 0700), 0);
+	cr_assert_eq(chown(cdir, 65534, 65534), 0);
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "65534"), "%s", msg);
+}
+
+Test(ssd_tier, not_a_directory_and_missing_parent_refused)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	char deep[256];
+	const char *msg;
+	FILE *f = fopen(cdir, "w");
+
+	cr_assert_not_null(f);
+	fclose(f);
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "not a directory"), "%s", msg);
+	snprintf(deep, sizeof(deep), "%s/no/such/dir", base);
+	cfg.dir = deep;
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "parent"), "%s", msg);
+}
+
+Test(ssd_tier, modes_0700_and_0600_whatever_the_umask)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id id = { "k", "e", 0 };
+	char path[512];
+	struct stat sb;
+	mode_t old = umask(0);
+
+	t = tier_open(&cfg);
+	cr_assert(store(t, &id, 100));
+	ssd_tier_flush(t);
+	umask(old);
+	cr_assert_eq(stat(cdir, &sb), 0);
+	cr_assert_eq(sb.st_mode & 07777, 0700);
+	chunk_path(&id, path, sizeof(path));
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert_eq(sb.st_mode & 07777, 0600);
+	ssd_tier_close(t);
+
+	/* an existing cache dir of ours that is too open is tightened */
+	cr_assert_eq(chmod(cdir, 0755), 0);
+	t = tier_open(&cfg);
+	cr_assert_eq(stat(cdir, &sb), 0);
+	cr_assert_eq(sb.st_mode & 07777, 0700);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, foreign_directory_refused_even_with_wipe)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	char path[256], buf[64] = { 0 };
+	const char *msg;
+	struct stat sb;
+	FILE *f;
+
+	cr_assert_eq(mkdir(cdir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/thesis.tex", cdir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("precious", f);
+	fclose(f);
+	cfg.wipe = true;
+	msg = tier_open_fails(&cfg);
+	cr_assert(strstr(msg, "not a tierfs cache directory"), "%s", msg);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	cr_assert_str_eq(buf, "precious");
+	cr_assert_eq(stat(cdir, &sb), 0);
+	cr_assert_eq(sb.st_mode & 07777, 0755, "mode changed");
+	snprintf(path, sizeof(path), "%s/index", cdir);
+	cr_assert_eq(stat(path, &sb), -1);
+	snprintf(path, sizeof(path), "%s/chunks", cdir);
+	cr_assert_eq(stat(path, &sb), -1);
+}
+
+Test(ssd_tier, second_open_is_in_use)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	const char *msg = tier_open_fails(&cfg);
+
+	cr_assert(strstr(msg, "is in use by another tierfs"), "%s", msg);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, drop_versions_removes_other_etags_only)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id old0 = { "k", "e1", 0 }, old1 = { "k", "e1", 1 }, cur = { "k", "e2", 0 },
+			longer = { "kk", "e1", 0 }, below = { "k/x", "e1", 0 };
+
+	cr_assert(store(t, &old0, 100));
+	cr_assert(store(t, &old1, 200));
+	cr_assert(store(t, &cur, 300));
+	cr_assert(store(t, &longer, 400));
+	cr_assert(store(t, &below, 500));
+	ssd_tier_drop_versions(t, "k", "e2");
+	ssd_tier_flush(t);
+	cr_assert_not(read_ok(t, &old0, 100));
+	cr_assert_not(read_ok(t, &old1, 200));
+	cr_assert(read_ok(t, &cur, 300));
+	cr_assert(read_ok(t, &longer, 400));
+	cr_assert(read_ok(t, &below, 500));
+	cr_assert_eq(stats(t).entries, 3);
+	cr_assert_eq(count_chunk_files(cdir), 3);
+	ssd_tier_drop_versions(t, "k", NULL);
+	ssd_tier_flush(t);
+	cr_assert_not(read_ok(t, &cur, 300));
+	cr_assert_eq(stats(t).entries, 2);
+	cr_assert_eq(count_chunk_files(cdir), 2);
+	ssd_tier_close(t);
+	t = tier_open(&cfg);   /* the records went too */
+	cr_assert_eq(stats(t).entries, 2);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, meta_blobs_persist)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	void *v = NULL;
+	size_t len = 0;
+	char small[4] = "abc";
+
+	cr_assert_eq(ssd_tier_meta_get(t, "ls:dir/", &v, &len), TFS_MISS);
+	cr_assert_eq(ssd_tier_meta_put(t, "ls:dir/", "a\0b\0c", 5), TFS_OK);
+	cr_assert_eq(ssd_tier_meta_put(t, "ls:gone/", "x", 1), TFS_OK);
+	cr_assert_eq(ssd_tier_meta_del(t, "ls:gone/"), TFS_OK);
+	/* the bound is checked before the value is looked at */
+	cr_assert_eq(ssd_tier_meta_put(t, "huge", small, (64u << 20) + 1), TFS_E_TOOBIG);
+	ssd_tier_close(t);
+	t = tier_open(&cfg);
+	cr_assert_eq(ssd_tier_meta_get(t, "ls:dir/", &v, &len), TFS_OK);
+	cr_assert_eq(len, 5);
+	cr_assert_eq(memcmp(v, "a\0b\0c", 5), 0);
+	free(v);
+	cr_assert_eq(ssd_tier_meta_get(t, "ls:gone/", &v, &len), TFS_MISS);
+	cr_assert_eq(ssd_tier_meta_get(t, "huge", &v, &len), TFS_MISS);
+	ssd_tier_close(t);
+}
+
+Test(ssd_tier, refused_stores_release_once)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id id = { "k", "e", 0 };
+	char *longkey = malloc(5000);
+	struct chunk_id lid = { longkey, "e", 0 };
+
+	memset(longkey, 'x', 4999);
+	longkey[4999] = '\0';
+	cr_assert_not(store(t, &id, CS + 1));
+	cr_assert_eq(atomic_load(&released), 1);
+	cr_assert_not(store(t, &lid, 10));
+	cr_assert_eq(atomic_load(&released), 2);
+	cr_assert_not(read_ok(t, &lid, 10));
+	cr_assert_eq(stats(t).dropped, 2);
+	cr_assert(store(t, &id, 10));
+	cr_assert_not(store(t, &id, 10));   /* already queued */
+	ssd_tier_flush(t);
+	cr_assert_eq(atomic_load(&released), 4);
+	/* a key that just fits the header is cached */
+	longkey[4096 - 64 - 1] = '\0';
+	cr_assert(store(t, &lid, 10));
+	ssd_tier_flush(t);
+	cr_assert(read_ok(t, &lid, 10));
+	ssd_tier_close(t);
+	free(longkey);
+}
+
+/* A release that blocks until the test lets it go: keeps jobs queued. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+
+static void release_gated(void *arg)
+{
+	pthread_mutex_lock(&gate_mu);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	release_free(arg);
+}
+
+Test(ssd_tier, release_exactly_once_on_every_path)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	int n = 0, accepted = 0;
+	unsigned char *b;
+
+	cfg.queue_max = 4;
+	cfg.capacity = 5 * FILE_BYTES(CS);
+	t = tier_open(&cfg);
+	/* the first job's release blocks the writer: the queue fills */
+	gate_open = false;
+	b = malloc(10);
+	{
+		struct chunk_id id = { "gate", "e", 0 };
+		memset(b, 0, 10);
+		cr_assert(ssd_tier_store(t, &id, b, 10, release_gated, b));
+		n++;
+		accepted++;
+	}
+	for (int i = 0; i < 40; i++) {
+		struct chunk_id id = { "mix", "e", (uint64_t)(i % 13) };
+		size_t len = i % 7 == 0 ? CS + 1 : (size_t)(i * 997) % CS;
+		accepted += store(t, &id, len);
+		n++;
+	}
+	cr_assert_lt(accepted, n);   /* some refused: queue full, duplicates, too big */
+	pthread_mutex_lock(&gate_mu);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	ssd_tier_flush(t);
+	cr_assert_eq(atomic_load(&released), n);
+	/* more, with evictions, and closed with jobs still queued */
+	for (int i = 0; i < 200; i++) {
+		struct chunk_id id = { "late", "e", (uint64_t)(i % 50) };
+		store(t, &id, CS);
+		n++;
+	}
+	ssd_tier_close(t);
+	cr_assert_eq(atomic_load(&released), n);
+}
+
+static void mount_tmpfs(const char *size)
+{
+	char opts[64];
+
+	cr_assert_eq(mkdir(cdir, 0700), 0);
+	snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+	cr_assert_eq(mount("tmpfs", cdir, "tmpfs", 0, opts), 0, "mount: %s", strerror(errno));
+	mounted = true;
+}
+
+Test(ssd_tier, enospc_degrades_never_serves_bad_bytes)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	size_t big = 4u << 20;
+	struct tier_stats st;
+	int hits = 0;
+
+	mount_tmpfs("16m");
+	cfg.chunk_size = big;
+	cfg.queue_max = 16;
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < 8; i++) {
+		struct chunk_id id = { "huge", "e", i };
+		unsigned char *b = malloc(big);
+		for (size_t j = 0; j < big; j++)
+			b[j] = pattern(&id, j);
+		ssd_tier_store(t, &id, b, big, release_free, b);
+	}
+	ssd_tier_flush(t);
+	cr_assert_eq(atomic_load(&released), 8);
+	st = stats(t);
+	cr_assert(st.degraded);
+	cr_assert_gt(st.io_errors, 0);
+	cr_assert_gt(st.dropped, 0);
+	{
+		unsigned char *b = malloc(big);
+		for (uint64_t i = 0; i < 8; i++) {
+			struct chunk_id id = { "huge", "e", i };
+			size_t len = 0;
+			int rc = ssd_tier_read(t, &id, b, big, &len);
+			cr_assert(rc == TFS_OK || rc == TFS_MISS);
+			if (rc == TFS_OK) {
+				cr_assert_eq(len, big);
+				for (size_t j = 0; j < big; j++)
+					cr_assert_eq(b[j], pattern(&id, j));
+				hits++;
+			}
+		}
+		free(b);
+	}
+	cr_assert_eq((uint64_t)hits, st.entries);
+	/* no half-written file left behind */
+	cr_assert_eq(count_chunk_files(cdir), st.entries);
+	/* refused during the back-off, released at once */
+	{
+		struct chunk_id id = { "huge", "e", 100 };
+		cr_assert_not(store(t, &id, 10));
+		cr_assert_eq(atomic_load(&released), 9);
+	}
+	ssd_tier_close(t);
+}
+
+static double fs_used_fraction(const char *path)
+{
+	struct statvfs sv;
+
+	cr_assert_eq(statvfs(path, &sv), 0);
+	return 1.0 - (double)sv.f_bavail / (double)sv.f_blocks;
+}
+
+Test(ssd_tier, min_free_pct_keeps_half_the_filesystem_free)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	size_t cs = 1u << 20;
+	struct tier_stats st;
+
+	mount_tmpfs("32m");
+	cfg.chunk_size = cs;
+	cfg.min_free_pct = 50;
+	cfg.queue_max = 8;
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < 40; i++) {
+		struct chunk_id id = { "m", "e", i };
+		unsigned char *b = malloc(cs);
+		memset(b, (int)i, cs);
+		cr_assert(ssd_tier_store(t, &id, b, cs, release_free, b));
+		ssd_tier_flush(t);
+		cr_assert_leq(fs_used_fraction(cdir), 0.5, "after chunk %llu: %.3f used",
+			      (unsigned long long)i, fs_used_fraction(cdir));
+	}
+	st = stats(t);
+	cr_assert_gt(st.entries, 0);
+	cr_assert_gt(st.evictions, 0);
+	cr_assert_eq(st.io_errors, 0);
+	cr_assert_not(st.degraded);
+	ssd_tier_close(t);
+}
+
+struct racer {
+	struct ssd_tier *t;
+	unsigned seed;
+	int hits, stores, attempts, bad;
+};
+
+static atomic_bool race_stop;
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	unsigned char *b = malloc(CS);
+
+	while (!atomic_load(&race_stop)) {
+		unsigned x = (unsigned)rand_r(&r->seed);
+		struct chunk_id id = { (x & 1) ? "hot/a" : "hot/b", (x & 2) ? "e1" : "e2",
+				       (x >> 2) % 24 };
+		size_t len = 0, want = CS - (size_t)id.index * 100;
+		int rc = ssd_tier_read(r->t, &id, b, CS, &len);
+
+		if (rc == TFS_OK) {
+			r->hits++;
+			if (len != want)
+				r->bad++;
+			for (size_t i = 0; i < len && r->bad == 0; i++)
+				if (b[i] != pattern(&id, i))
+					r->bad++;
+		} else if (rc == TFS_MISS) {
+			r->stores += store(r->t, &id, want);
+			r->attempts++;
+		} else {
+			r->bad++;
+		}
+		if ((x >> 20) % 64 == 0)
+			ssd_tier_drop_versions(r->t, id.key, id.etag);
+	}
+	free(b);
+	return NULL;
+}
+
+Test(ssd_tier, concurrent_store_read_drop_byte_exact)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	pthread_t th[8];
+	struct racer rs[8];
+	int hits = 0, attempts = 0;
+	struct tier_stats st;
+
+	cfg.capacity = 40 * FILE_BYTES(CS);   /* fewer than the 96 chunk ids: evictions */
+	cfg.queue_max = 16;
+	t = tier_open(&cfg);
+	atomic_store(&race_stop, false);
+	for (int i = 0; i < 8; i++) {
+		rs[i] = (struct racer){ t, (unsigned)i * 7919u + 1, 0, 0, 0, 0 };
+		cr_assert_eq(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
+	}
+	usleep(1000 * 1000);
+	atomic_store(&race_stop, true);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(rs[i].bad, 0, "racer %d saw wrong bytes", i);
+		hits += rs[i].hits;
+		attempts += rs[i].attempts;
+	}
+	cr_assert_gt(hits, 0);
+	ssd_tier_flush(t);
+	st = stats(t);
+	cr_assert_leq(st.bytes_used, cfg.capacity);
+	cr_assert_eq(st.checksum_failures, 0);
+	cr_assert_eq(count_chunk_files(cdir), st.entries);
+	ssd_tier_close(t);
+	cr_assert_eq(atomic_load(&released), attempts);   /* every store released once */
+}
