@@ -7,6 +7,8 @@
  * cause.  No FUSE types here (src/fuse owns them).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,7 +26,8 @@
 #include "fuse/fuse_ops.h"
 #include "s3/s3_client.h"
 #include "s3/s3_creds.h"
-#include "tiers/ram_tier.h"
+#include "tiers/chunk_cache.h"
+#include "tiers/ssd_tier.h"
 
 static const char usage_text[] =
 	"usage: tierfs mount s3://BUCKET[/PREFIX] MOUNTPOINT [options]\n"
@@ -44,8 +47,16 @@ static const char usage_text[] =
 	"  --dir-mode OCTAL         permission bits of directories (0555)\n"
 	"  --chunk-size SIZE        unit of ranged GETs and caching, power of two (8M)\n"
 	"  --ram-size SIZE          RAM chunk cache capacity (256M)\n"
+	"  --cache-dir DIR          SSD tier: keep chunks on local disk under DIR, warm across\n"
+	"                           restarts (default: none, RAM tier only)\n"
+	"  --ssd-size SIZE          SSD tier capacity (default: bounded by --ssd-min-free only)\n"
+	"  --ssd-min-free PERCENT   keep this much of the cache disk free, 0-99 (5)\n"
+	"  --cache-wipe             wipe a --cache-dir made for another bucket, prefix,\n"
+	"                           endpoint, chunk size or format (default: refuse it)\n"
 	"  --kernel-readahead SIZE  the kernel's readahead window on this mount: auto = two\n"
 	"                           chunks, 0 = kernel default (128K) (auto)\n"
+	"  --direct-io              file data bypasses the kernel page cache: one copy per\n"
+	"                           read instead of two, no double caching (default: off)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
@@ -53,6 +64,8 @@ static const char usage_text[] =
 	"  --max-threads N          FUSE worker threads (16)\n"
 	"  -o OPTIONS               FUSE mount options (allow_other, debug, ...)\n"
 	"  -v                       more logging (-v info, -vv debug)\n"
+	"\n"
+	"Signals: SIGUSR1 logs one line of counters (S3, RAM tier, SSD tier).\n"
 	"\n"
 	"Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the\n"
 	"shared credentials file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) and\n"
@@ -62,6 +75,144 @@ static void die_usage(const char *msg)
 {
 	fprintf(stderr, "tierfs: %s\n(see tierfs --help)\n", msg);
 	exit(2);
+}
+
+/* One line of every counter, "name=value" pairs, for SIGUSR1 and unmount
+ * (tests and operators parse it; the control socket will serve the same). */
+static int fmt_tier(char *buf, size_t n, const char *name, const struct tier_stats *t)
+{
+	return snprintf(buf, n,
+			" %s.hits=%llu %s.misses=%llu %s.bytes_fetched=%llu %s.insertions=%llu"
+			" %s.evictions=%llu %s.entries=%llu %s.bytes_used=%llu %s.capacity=%llu"
+			" %s.waits=%llu %s.overflow=%llu %s.fills_failed=%llu"
+			" %s.checksum_failures=%llu %s.io_errors=%llu %s.dropped=%llu"
+			" %s.bytes_served=%llu %s.degraded=%d",
+			name, (unsigned long long)t->hits, name, (unsigned long long)t->misses,
+			name, (unsigned long long)t->bytes_fetched, name,
+			(unsigned long long)t->insertions, name, (unsigned long long)t->evictions,
+			name, (unsigned long long)t->entries, name,
+			(unsigned long long)t->bytes_used, name, (unsigned long long)t->capacity,
+			name, (unsigned long long)t->waits, name, (unsigned long long)t->overflow,
+			name, (unsigned long long)t->fills_failed, name,
+			(unsigned long long)t->checksum_failures, name,
+			(unsigned long long)t->io_errors, name, (unsigned long long)t->dropped,
+			name, (unsigned long long)t->bytes_served, name, t->degraded ? 1 : 0);
+}
+
+static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, const char *when)
+{
+	struct fs_stats fst;
+	struct s3_stats s3s;
+	struct chunk_cache_stats cs;
+	char line[2048];
+	int n;
+
+	fs_stats(fs, &fst);
+	s3_client_stats(client, &s3s);
+	chunk_cache_stats(fs_chunk_cache(fs), &cs);
+	n = snprintf(line, sizeof(line),
+		     "s3.requests=%llu s3.gets=%llu s3.heads=%llu s3.lists=%llu s3.retries=%llu"
+		     " s3.errors=%llu s3.bytes=%llu store.fetches=%llu store.bytes=%llu"
+		     " store.errors=%llu fs.open_files=%llu fs.unsafe_keys=%llu",
+		     (unsigned long long)s3s.requests, (unsigned long long)s3s.gets,
+		     (unsigned long long)s3s.heads, (unsigned long long)s3s.lists,
+		     (unsigned long long)s3s.retries, (unsigned long long)s3s.errors,
+		     (unsigned long long)s3s.bytes_received, (unsigned long long)cs.store_fetches,
+		     (unsigned long long)cs.store_bytes, (unsigned long long)cs.store_errors,
+		     (unsigned long long)fst.open_files, (unsigned long long)fst.unsafe_keys_skipped);
+	n += fmt_tier(line + n, sizeof(line) - (size_t)n, "ram", &cs.ram);
+	if (cs.has_ssd && (size_t)n < sizeof(line))
+		fmt_tier(line + n, sizeof(line) - (size_t)n, "ssd", &cs.ssd);
+	log_at(level, "stats (%s): %s", when, line);
+}
+
+/* SIGUSR1 is blocked in every thread; this one waits for it. */
+struct stats_thread {
+	pthread_t th;
+	bool started;
+	atomic_bool stop;
+	struct tfs_fs *fs;
+	struct s3_client *client;
+};
+
+static void *stats_run(void *arg)
+{
+	struct stats_thread *st = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (atomic_load(&st->stop))
+			return NULL;
+		log_stats(LOG_LVL_NOTICE, st->fs, st->client, "SIGUSR1");
+	}
+}
+
+static void stats_thread_stop(struct stats_thread *st)
+{
+	if (!st->started)
+		return;
+	atomic_store(&st->stop, true);
+	pthread_kill(st->th, SIGUSR1);
+	pthread_join(st->th, NULL);
+	st->started = false;
+}
+
+/* The daemon chdirs to /: a relative --cache-dir is made absolute first.
+ * (Not canonicalised: the directory may not exist yet, and the SSD tier
+ * refuses a symlink itself.) */
+static int absolutize_cache_dir(struct tierfs_config *cfg)
+{
+	char cwd[PATH_MAX], *abs;
+
+	if (!cfg->cache_dir || cfg->cache_dir[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "tierfs: getcwd: %s\n", strerror(errno));
+		return -1;
+	}
+	if (asprintf(&abs, "%s/%s", cwd, cfg->cache_dir) < 0) {
+		fprintf(stderr, "tierfs: out of memory\n");
+		return -1;
+	}
+	free(cfg->cache_dir);
+	cfg->cache_dir = abs;
+	return 0;
+}
+
+/* What a cache directory belongs to: another endpoint, bucket or prefix
+ * must not be served from it. */
+static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
+{
+	char owner[4096], err[1024];
+	uint64_t slots = cfg->ram_size / cfg->chunk_size;
+	unsigned queue = (unsigned)(slots / 4 < 1 ? 1 : slots / 4 > 64 ? 64 : slots / 4);
+	struct ssd_tier_config sc;
+
+	*out = NULL;
+	if (!cfg->cache_dir)
+		return 0;
+	snprintf(owner, sizeof(owner), "%s %s %s",
+		 cfg->endpoint ? cfg->endpoint : "aws", cfg->bucket, cfg->prefix);
+	/* queued writes pin RAM chunks: at most a quarter of the RAM tier */
+	sc = (struct ssd_tier_config){
+		.dir = cfg->cache_dir,
+		.owner = owner,
+		.capacity = cfg->ssd_size,
+		.min_free_pct = cfg->ssd_min_free,
+		.chunk_size = (size_t)cfg->chunk_size,
+		.queue_max = queue,
+		.wipe = cfg->cache_wipe,
+	};
+	if (ssd_tier_open(&sc, out, err, sizeof(err)) != TFS_OK) {
+		fprintf(stderr, "tierfs: mount failed: cache: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 struct mount_state {
@@ -243,11 +394,20 @@ static int cmd_mount(int argc, char **argv)
 	struct s3_creds *creds = NULL;
 	struct s3_client *client = NULL;
 	struct tfs_fs *fs = NULL;
+	struct ssd_tier *ssd = NULL;
+	struct stats_thread stt = { 0 };
 	struct tfs_errinfo ei;
 	struct mount_state ms = { -1, false };
 	char fsname[300], err[512];
 	int rc, status = 1, pipefd[2] = { -1, -1 };
 
+	/* blocked before any thread exists, so only the stats thread gets it */
+	{
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
 	config_init(&cfg);
 	parse_mount_args(argc, argv, &cfg);
 	config_apply_env(&cfg);
@@ -256,7 +416,7 @@ static int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "tierfs: --ram-size must be at least --chunk-size\n");
 		goto out;
 	}
-	if (check_mountpoint(&cfg) != 0)
+	if (check_mountpoint(&cfg) != 0 || absolutize_cache_dir(&cfg) != 0)
 		goto out;
 	tfs_errinfo_clear(&ei);
 	rc = s3_creds_resolve(cfg.profile, &creds, &ei);
@@ -334,6 +494,8 @@ static int cmd_mount(int argc, char **argv)
 		print_check_error(&cfg, rc, &ei);
 		goto out;
 	}
+	if (open_ssd_tier(&cfg, &ssd) != 0)
+		goto out;
 	{
 		struct fs_config fc = {
 			.store = s3_client_objstore(client),
@@ -341,6 +503,7 @@ static int cmd_mount(int argc, char **argv)
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
 			.chunk_size = cfg.chunk_size,
 			.ram_bytes = cfg.ram_size,
+			.ssd = ssd,
 			.parallel_gets = cfg.parallel_gets ? cfg.parallel_gets : 1,
 			.uid = cfg.uid,
 			.gid = cfg.gid,
@@ -353,6 +516,9 @@ static int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "tierfs: out of memory setting up the file system\n");
 		goto out;
 	}
+	stt.fs = fs;
+	stt.client = client;
+	stt.started = pthread_create(&stt.th, NULL, stats_run, &stt) == 0;
 	snprintf(fsname, sizeof(fsname), "tierfs:%s", cfg.bucket);
 	{
 		struct tierfs_mount_opts mo = {
@@ -364,6 +530,7 @@ static int cmd_mount(int argc, char **argv)
 			/* 1 MiB: what Linux sends on 4 KiB pages, and at the
 			 * smallest chunk size (64K) within FS_READ_MAX_IOV */
 			.max_read = 1u << 20,
+			.direct_io = cfg.direct_io,
 			.kernel_readahead_kb = (unsigned)((cfg.kernel_readahead == UINT64_MAX
 							   ? 2 * cfg.chunk_size
 							   : cfg.kernel_readahead) / 1024),
@@ -378,25 +545,15 @@ static int cmd_mount(int argc, char **argv)
 			goto out;
 		}
 	}
-	{
-		struct fs_stats fst;
-		struct s3_stats s3s;
-		struct ram_tier_stats rts;
-		fs_stats(fs, &fst);
-		s3_client_stats(client, &s3s);
-		ram_tier_stats(fs_ram_tier(fs), &rts);
-		log_info("unmounted: %llu GETs, %llu HEADs, %llu LISTs, %llu retries, %llu bytes; "
-			 "ram hits %llu misses %llu; unsafe keys skipped %llu",
-			 (unsigned long long)s3s.gets, (unsigned long long)s3s.heads,
-			 (unsigned long long)s3s.lists, (unsigned long long)s3s.retries,
-			 (unsigned long long)s3s.bytes_received, (unsigned long long)rts.hits,
-			 (unsigned long long)rts.misses, (unsigned long long)fst.unsafe_keys_skipped);
-	}
+	stats_thread_stop(&stt);
+	log_stats(LOG_LVL_INFO, fs, client, "unmounted");
 	status = 0;
 out:
+	stats_thread_stop(&stt);
 	if (ms.ready_fd >= 0)
 		close(ms.ready_fd);   /* parent sees EOF: failure */
-	fs_free(fs);
+	fs_free(fs);              /* first: it flushes writes queued on the SSD tier */
+	ssd_tier_close(ssd);
 	if (client)
 		s3_client_free(client);
 	s3_creds_free(creds);

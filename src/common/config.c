@@ -36,7 +36,12 @@ static const struct opt_def opt_defs[] = {
 	{ "dir-mode", OPT_MODE, OFF(dir_mode), 0 },
 	{ "chunk-size", OPT_SIZE, OFF(chunk_size), 0 },
 	{ "ram-size", OPT_BYTES, OFF(ram_size), 0 },
+	{ "cache-dir", OPT_STR, OFF(cache_dir), 0 },
+	{ "ssd-size", OPT_BYTES, OFF(ssd_size), 0 },
+	{ "ssd-min-free", OPT_UINT, OFF(ssd_min_free), 99 },
+	{ "cache-wipe", OPT_BOOL, OFF(cache_wipe), 0 },
 	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 0 },
+	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
@@ -59,6 +64,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->dir_mode = 0555;
 	cfg->chunk_size = 8u * 1024 * 1024;
 	cfg->ram_size = 256u * 1024 * 1024;
+	cfg->ssd_min_free = 5;
 	cfg->kernel_readahead = UINT64_MAX;
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;
@@ -77,6 +83,7 @@ void config_release(struct tierfs_config *cfg)
 	free(cfg->profile);
 	free(cfg->fuse_options);
 	free(cfg->config_file);
+	free(cfg->cache_dir);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -397,10 +404,15 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 		(unsigned)cfg->dir_mode);
 	fprintf(f, "chunk-size = %llu\n", (unsigned long long)cfg->chunk_size);
 	fprintf(f, "ram-size = %llu\n", (unsigned long long)cfg->ram_size);
+	fprintf(f, "cache-dir = %s\n", cfg->cache_dir ? cfg->cache_dir : "");
+	fprintf(f, "ssd-size = %llu\n", (unsigned long long)cfg->ssd_size);
+	fprintf(f, "ssd-min-free = %u\n", cfg->ssd_min_free);
+	fprintf(f, "cache-wipe = %s\n", cfg->cache_wipe ? "true" : "false");
 	if (cfg->kernel_readahead == UINT64_MAX)
 		fprintf(f, "kernel-readahead = auto\n");
 	else
 		fprintf(f, "kernel-readahead = %llu\n", (unsigned long long)cfg->kernel_readahead);
+	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,

@@ -34,6 +34,11 @@ struct tierfs_config {
 	mode_t dir_mode;
 	uint64_t chunk_size;
 	uint64_t ram_size;         /* RAM chunk tier capacity */
+	char *cache_dir;           /* SSD tier directory; NULL = RAM tier only */
+	uint64_t ssd_size;         /* SSD tier capacity; 0 = bounded by ssd_min_free only */
+	unsigned ssd_min_free;     /* percent of the cache filesystem kept free */
+	bool cache_wipe;
+	bool direct_io;            /* file data bypasses the kernel page cache */           /* wipe a cache of another bucket/format/chunk size */
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;

@@ -24,8 +24,8 @@ void log_set_level(int level)
 
 void log_msg(int level, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	static const char *const names[] = { "notice", "error", "warning", "info", "debug" };
+	static const int prio[] = { LOG_NOTICE, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	va_list ap;
 
 	if (level < 0 || level > LOG_LVL_DEBUG)
@@ -34,7 +34,7 @@ void log_msg(int level, const char *fmt, ...)
 	if (log_syslog) {
 		vsyslog(prio[level], fmt, ap);
 	} else {
-		char line[1024];
+		char line[4096];   /* a stats line is long */
 		vsnprintf(line, sizeof(line), fmt, ap);
 		fprintf(stderr, "tierfs: %s: %s\n", names[level], line);
 	}

@@ -30,8 +30,10 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/tfs_err.h"
 #include "fs/keypath.h"
-#include "tiers/ram_tier.h"
+#include "tiers/chunk_cache.h"
+#include "tiers/ssd_tier.h"
 
 #define LIST_MAX_ENTRIES (4u * 1024 * 1024)  /* bound on one directory snapshot */
 
@@ -93,12 +95,13 @@ struct fs_file {
 	struct fs_handle_link link;   /* first member */
 	char *key;
 	struct fs_version *ver;    /* a reference */
+	bool first_open;           /* first open of this version in this mount */
 };
 
 struct tfs_fs {
 	struct fs_config cfg;
 	char *prefix;
-	struct ram_tier *ram;
+	struct chunk_cache *cache;
 	int64_t mount_time;
 	pthread_mutex_t lock;
 	struct fs_node **by_ino, **by_name;
@@ -355,6 +358,175 @@ out:
 	return TFS_OK;
 }
 
+/* ---- listings kept in the cache index ------------------------------------
+ *
+ * With an SSD tier, each fetched listing is also saved in its index, so a
+ * remount within the metadata TTL lists, looks up and opens without a LIST
+ * or a HEAD (and then reads its chunks from the SSD tier without a GET).
+ * The TTL still rules: a saved listing is as old as the fetch it came
+ * from, measured on the wall clock across the restart.
+ *
+ * Record "dir:" + directory key:
+ *   u32 magic, u32 count, u64 wall-clock microseconds of the fetch,
+ *   then per entry: u8 is_dir, u16 name length, u16 etag length,
+ *   u64 size, i64 mtime, name bytes, etag bytes (native byte order: the
+ *   cache never leaves its machine).
+ * A record that does not parse is deleted and ignored.  Directories of
+ * more than LISTING_SAVE_MAX entries are not saved (bounded record size
+ * and save time).
+ */
+#define LISTING_MAGIC 0x544c5331u   /* "TLS1" */
+#define LISTING_SAVE_MAX 200000u
+#define LISTING_ENT_FIXED (1 + 2 + 2 + 8 + 8)
+
+static uint64_t wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int listing_record_name(const char *dirkey, char **out)
+{
+	return asprintf(out, "dir:%s", dirkey) < 0 ? TFS_E_NOMEM : TFS_OK;
+}
+
+static void put_bytes(unsigned char **p, const void *v, size_t n)
+{
+	memcpy(*p, v, n);
+	*p += n;
+}
+
+static void listing_save(struct tfs_fs *fs, const char *dirkey, const struct dir_listing *l,
+			 uint64_t fetched_wall_us)
+{
+	size_t size = 16;
+	unsigned char *buf, *p;
+	char *name;
+	uint32_t magic = LISTING_MAGIC, count = (uint32_t)l->n;
+
+	if (!fs->cfg.ssd || l->n > LISTING_SAVE_MAX)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		size_t el = l->ents[i].etag ? strlen(l->ents[i].etag) : 0;
+		if (strlen(l->ents[i].name) > UINT16_MAX || el > UINT16_MAX)
+			return;
+		size += LISTING_ENT_FIXED + strlen(l->ents[i].name) + el;
+	}
+	buf = malloc(size);
+	if (!buf || listing_record_name(dirkey, &name) != TFS_OK) {
+		free(buf);
+		return;
+	}
+	p = buf;
+	put_bytes(&p, &magic, 4);
+	put_bytes(&p, &count, 4);
+	put_bytes(&p, &fetched_wall_us, 8);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct dir_entry *e = &l->ents[i];
+		uint8_t is_dir = e->is_dir;
+		uint16_t nl = (uint16_t)strlen(e->name), el = (uint16_t)(e->etag ? strlen(e->etag) : 0);
+		put_bytes(&p, &is_dir, 1);
+		put_bytes(&p, &nl, 2);
+		put_bytes(&p, &el, 2);
+		put_bytes(&p, &e->size, 8);
+		put_bytes(&p, &e->mtime, 8);
+		put_bytes(&p, e->name, nl);
+		put_bytes(&p, e->etag ? e->etag : "", el);
+	}
+	assert((size_t)(p - buf) == size);
+	if (ssd_tier_meta_put(fs->cfg.ssd, name, buf, size) != TFS_OK)
+		log_debug("listing of '%s' not saved in the cache index", dirkey);
+	free(name);
+	free(buf);
+}
+
+static bool get_bytes(const unsigned char **p, const unsigned char *end, void *v, size_t n)
+{
+	if ((size_t)(end - *p) < n)
+		return false;
+	memcpy(v, *p, n);
+	*p += n;
+	return true;
+}
+
+/* The saved listing of dirkey if it is still within the TTL, else NULL. */
+static struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
+{
+	struct dir_listing *l = NULL;
+	void *blob = NULL;
+	size_t len = 0, cap = 0;
+	const unsigned char *p, *end;
+	uint32_t magic, count;
+	uint64_t fetched, age, now_wall = wall_us(), now_mono = now_us();
+	char *name;
+	bool ok = false;
+
+	if (!fs->cfg.ssd || listing_record_name(dirkey, &name) != TFS_OK)
+		return NULL;
+	if (ssd_tier_meta_get(fs->cfg.ssd, name, &blob, &len) != TFS_OK)
+		goto out;
+	p = blob;
+	end = p + len;
+	if (!get_bytes(&p, end, &magic, 4) || !get_bytes(&p, end, &count, 4) ||
+	    !get_bytes(&p, end, &fetched, 8) || magic != LISTING_MAGIC ||
+	    count > LISTING_SAVE_MAX) {
+		log_warn("saved listing of '%s' is corrupt: dropped", dirkey);
+		(void)ssd_tier_meta_del(fs->cfg.ssd, name);
+		goto out;
+	}
+	ok = true;
+	age = now_wall - fetched;
+	if (fetched > now_wall || age >= (uint64_t)fs->cfg.metadata_ttl_ms * 1000 ||
+	    age >= now_mono)
+		goto out;           /* too old (or the clock went back): fetch anew */
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		goto out;
+	atomic_init(&l->refs, 1);
+	for (uint32_t i = 0; i < count; i++) {
+		uint8_t is_dir;
+		uint16_t nl, el;
+		struct obj_meta m;
+		char nbuf[UINT16_MAX + 1];
+
+		memset(&m, 0, sizeof(m));
+		if (!get_bytes(&p, end, &is_dir, 1) || !get_bytes(&p, end, &nl, 2) ||
+		    !get_bytes(&p, end, &el, 2) || !get_bytes(&p, end, &m.size, 8) ||
+		    !get_bytes(&p, end, &m.mtime, 8) || (size_t)(end - p) < (size_t)nl + el ||
+		    el >= sizeof(m.etag) || is_dir > 1 || nl == 0 || memchr(p, 0, nl)) {
+			ok = false;
+			break;
+		}
+		memcpy(nbuf, p, nl);
+		nbuf[nl] = '\0';
+		if (i > 0 && strcmp(l->ents[i - 1].name, nbuf) >= 0) {
+			ok = false;     /* lookups bisect: sorted and unique, or nothing */
+			break;
+		}
+		memcpy(m.etag, p + nl, el);
+		m.etag[el] = '\0';
+		p += nl + el;
+		if (listing_add(l, &cap, nbuf, nl, is_dir, is_dir ? NULL : &m) != TFS_OK) {
+			ok = false;
+			break;
+		}
+	}
+	if (!ok || p != end) {
+		log_warn("saved listing of '%s' is corrupt: dropped", dirkey);
+		(void)ssd_tier_meta_del(fs->cfg.ssd, name);
+		listing_put(l);
+		l = NULL;
+		goto out;
+	}
+	l->fetched_us = now_mono - age;
+out:
+	free(blob);
+	free(name);
+	return l;
+}
+
 /* The object metadata a listing entry carries (zeroes for a directory). */
 static void entry_meta(const struct dir_entry *e, struct obj_meta *m)
 {
@@ -582,9 +754,10 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	fs->n_buckets = 1024;
 	fs->by_ino = calloc(fs->n_buckets, sizeof(*fs->by_ino));
 	fs->by_name = calloc(fs->n_buckets, sizeof(*fs->by_name));
-	fs->ram = ram_tier_new(cfg->ram_bytes, (size_t)cfg->chunk_size);
+	fs->cache = chunk_cache_new(&(struct chunk_cache_config){
+		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd });
 	root = calloc(1, sizeof(*root));
-	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->ram || !root)
+	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->cache || !root)
 		goto fail;
 	root->ino = FS_ROOT_INO;
 	root->parent = FS_ROOT_INO;
@@ -604,7 +777,7 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 fail:
 	if (root)
 		node_free(root);
-	ram_tier_free(fs->ram);
+	chunk_cache_free(fs->cache);
 	free(fs->by_ino);
 	free(fs->by_name);
 	free(fs->prefix);
@@ -647,7 +820,7 @@ void fs_free(struct tfs_fs *fs)
 		}
 	}
 	pthread_mutex_destroy(&fs->lock);
-	ram_tier_free(fs->ram);
+	chunk_cache_free(fs->cache);
 	free(fs->by_ino);
 	free(fs->by_name);
 	free(fs->prefix);
@@ -690,6 +863,34 @@ out:
 	return rc;
 }
 
+/* Look name up in a listing loaded from the cache index, and make it the
+ * parent's listing unless a newer one arrived meanwhile.  Consumes l. */
+static int lookup_in_saved(struct tfs_fs *fs, uint64_t parent_ino, const char *name,
+			   struct dir_listing *l, struct fs_attr *out)
+{
+	struct fs_node *parent;
+	const struct dir_entry *e;
+	struct obj_meta meta;
+	int rc = TFS_E_NOENT;
+
+	pthread_mutex_lock(&fs->lock);
+	parent = node_by_ino(fs, parent_ino);
+	if (parent && parent->is_dir) {
+		if (!parent->listing || parent->listing->fetched_us < l->fetched_us) {
+			listing_put(parent->listing);
+			parent->listing = listing_get(l);
+		}
+		e = listing_find(l, name);
+		if (e) {
+			entry_meta(e, &meta);
+			rc = node_learn(fs, parent, name, e->is_dir, &meta, l->fetched_us, out);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	listing_put(l);
+	return rc;
+}
+
 int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct fs_attr *out)
 {
 	struct fs_node *parent;
@@ -722,6 +923,13 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	if (!dirkey)
 		return TFS_E_NOMEM;
 
+	{
+		struct dir_listing *l = listing_load(fs, dirkey);
+		if (l) {
+			free(dirkey);
+			return lookup_in_saved(fs, parent_ino, name, l, out);
+		}
+	}
 	asked_us = now_us();
 	rc = lookup_remote(fs, dirkey, name, &is_dir, &meta);
 	free(dirkey);
@@ -820,6 +1028,7 @@ fill:
 		/* an object without an ETag cannot prove the kernel's pages
 		 * are still its own */
 		*keep_cache = n->open_serial == n->ver->serial && n->ver->etag[0];
+		copy_out->first_open = n->open_serial != n->ver->serial;
 		n->open_serial = n->ver->serial;
 	}
 unlock:
@@ -865,9 +1074,14 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	}
 	pthread_mutex_unlock(&fs->lock);
 
-	rc = listing_fetch(fs, d->key, &l);
-	if (rc != TFS_OK)
-		goto fail;
+	l = listing_load(fs, d->key);
+	if (!l) {
+		uint64_t wall = wall_us();
+		rc = listing_fetch(fs, d->key, &l);
+		if (rc != TFS_OK)
+			goto fail;
+		listing_save(fs, d->key, l, wall);
+	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_by_ino(fs, ino);
 	if (n) {
@@ -948,6 +1162,10 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 		free(f);
 		return rc;
 	}
+	/* other versions of this object (changed since they were cached,
+	 * in this mount or before it) can never be served again */
+	if (f->first_open)
+		chunk_cache_forget_versions(fs->cache, f->key, f->ver->cache_id);
 	atomic_fetch_add(&fs->open_files, 1);
 	handle_add(fs, &fs->files, &f->link);
 	*out = f;
@@ -1082,7 +1300,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		struct chunk_ref *ref;
 		uint64_t cstart = idx * cs, from, to;
 
-		rc = ram_tier_get(fs->ram, &id, chunk_fill, &ctx, &ref);
+		rc = chunk_cache_get(fs->cache, &id, chunk_fill, &ctx, &ref);
 		if (rc != TFS_OK)
 			break;
 		from = off > cstart ? off - cstart : 0;
@@ -1105,7 +1323,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 void fs_read_done(struct tfs_fs *fs, struct fs_read *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		chunk_ref_put(fs->ram, r->refs[i]);
+		chunk_ref_put(r->refs[i]);
 	r->n = 0;
 	r->bytes = 0;
 }
@@ -1132,7 +1350,7 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-struct ram_tier *fs_ram_tier(struct tfs_fs *fs)
+struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs)
 {
-	return fs->ram;
+	return fs->cache;
 }

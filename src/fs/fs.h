@@ -26,6 +26,7 @@ struct fs_config {
 	unsigned metadata_ttl_ms;
 	uint64_t chunk_size;
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
+	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
 	uid_t uid;
 	gid_t gid;
@@ -44,6 +45,8 @@ struct fs_attr {
 };
 
 struct tfs_fs;
+struct chunk_cache;
+struct ssd_tier;
 struct fs_dir;
 struct fs_file;
 
@@ -100,6 +103,7 @@ void fs_read_done(struct tfs_fs *fs, struct fs_read *r);
 void fs_release(struct tfs_fs *fs, struct fs_file *f);
 
 void fs_stats(struct tfs_fs *fs, struct fs_stats *out);
-struct ram_tier *fs_ram_tier(struct tfs_fs *fs);
+/* The fs's chunk cache (owned by the fs), for its counters. */
+struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs);
 
 #endif

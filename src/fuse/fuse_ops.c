@@ -27,6 +27,7 @@ struct fuse_ctx_data {
 	unsigned max_read;
 	tierfs_ready_fn ready;
 	void *ready_ctx;
+	bool direct_io;
 };
 
 static struct fuse_ctx_data *ctx_of(fuse_req_t req)
@@ -156,6 +157,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = keep;
+	/* --direct-io: no kernel page cache for file data (reads are served
+	 * from the tiers every time, with one copy instead of two, and no
+	 * second copy of cached bytes in RAM) */
+	fi->direct_io = ctx_of(req)->direct_io;
 	fi->noflush = 1;
 	if (fuse_reply_open(req, fi) != 0)
 		fs_release(c->fs, f);   /* the open was interrupted */
@@ -446,7 +451,8 @@ static void set_kernel_readahead(const char *mountpoint, unsigned kb)
 int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 		      tierfs_ready_fn ready, void *ready_ctx, char *err, size_t errlen)
 {
-	struct fuse_ctx_data c = { fs, o->ttl_s, (unsigned)o->max_read, ready, ready_ctx };
+	struct fuse_ctx_data c = { fs, o->ttl_s, (unsigned)o->max_read, ready, ready_ctx,
+				   o->direct_io };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	char opts[2048];

@@ -19,6 +19,7 @@ struct tierfs_mount_opts {
 	unsigned max_threads;
 	uint64_t max_read;         /* largest read the kernel may send */
 	unsigned kernel_readahead_kb; /* 0 = leave the kernel's default */
+	bool direct_io;            /* open files with FOPEN_DIRECT_IO (no page cache) */
 };
 
 /* Called once the mount is up and answering (from the serving thread). */
