@@ -614,6 +614,81 @@ char *it_mount_log(const struct it_mount *m)
 	return it_read_file(m->errpath, NULL);
 }
 
+static size_t count_occurrences(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+int it_daemon_stats(struct it_mount *m, char *out, size_t outlen)
+{
+	static const char mark[] = "stats (SIGUSR1): ";
+	char *log = it_mount_log(m);
+	size_t before = count_occurrences(log, mark);
+	double deadline = it_now() + 10.0;
+
+	free(log);
+	if (m->pid <= 0 || kill(m->pid, SIGUSR1) != 0)
+		return -1;
+	while (it_now() < deadline) {
+		log = it_mount_log(m);
+		if (count_occurrences(log, mark) > before) {
+			const char *last = log, *p, *eol;
+			while ((p = strstr(last + 1, mark)))
+				last = p;
+			last = strstr(last, mark) + strlen(mark);
+			eol = strchr(last, '\n');
+			if (eol) {
+				size_t len = (size_t)(eol - last);
+				if (len >= outlen)
+					len = outlen - 1;
+				memcpy(out, last, len);
+				out[len] = '\0';
+				free(log);
+				return 0;
+			}
+		}
+		free(log);
+		usleep(20000);
+	}
+	return -1;
+}
+
+long long it_stats_get(const char *stats, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = stats; (p = strstr(p, name)); p += nl) {
+		if ((p == stats || p[-1] == ' ') && p[nl] == '=')
+			return strtoll(p + nl + 1, NULL, 10);
+	}
+	return -1;
+}
+
+long long it_daemon_stat(struct it_mount *m, const char *name)
+{
+	char buf[4096];
+
+	if (it_daemon_stats(m, buf, sizeof(buf)) != 0)
+		return -1;
+	return it_stats_get(buf, name);
+}
+
+void it_drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	sync();
+	if (fd >= 0) {
+		if (write(fd, "3", 1) != 1)
+			fprintf(stderr, "harness: drop_caches: %s\n", strerror(errno));
+		close(fd);
+	}
+}
+
 int it_unmount(struct it_mount *m)
 {
 	struct tracked *t = track_find(TRACK_MOUNT, 0, m->dir);

@@ -179,6 +179,17 @@ int it_mount_at(const struct it_env *env, const char *source, const char *endpoi
 /* The daemon's stderr so far (malloc'd, never NULL). */
 char *it_mount_log(const struct it_mount *m);
 
+/* Send SIGUSR1 to the (foreground) daemon and copy the stats line it logs
+ * ("s3.gets=N ram.hits=N ...") into out.  0, or -1 when none came in 10 s. */
+int it_daemon_stats(struct it_mount *m, char *out, size_t outlen);
+/* Counter `name` ("ssd.hits") of such a line, -1 if absent. */
+long long it_stats_get(const char *stats, const char *name);
+/* Both in one: a fresh stats line, one counter of it. */
+long long it_daemon_stat(struct it_mount *m, const char *name);
+
+/* sync, then drop the kernel's page cache, so reads reach the daemon. */
+void it_drop_caches(void);
+
 /* `tierfs unmount dir` (fusermount3 -u if that fails), then wait (<= 10 s)
  * for the daemon.  Its exit status (as it_run), -1 when it had to be
  * killed.  The mountpoint directory stays (it_cleanup removes it). */

@@ -68,10 +68,11 @@ static const char *const fault_names[FAULT_KIND_COUNT] = {
 
 enum stat_idx {
 	ST_REQUESTS, ST_GET, ST_HEAD, ST_PUT, ST_POST, ST_DELETE, ST_FAULTS,
-	ST_BYTES_DOWN, ST_COUNT
+	ST_BYTES_DOWN, ST_OBJECT_GET, ST_COUNT
 };
 static const char *const stat_names[ST_COUNT] = {
 	"requests", "GET", "HEAD", "PUT", "POST", "DELETE", "faults", "bytes_down",
+	"object_GET",   /* GETs of an object (path-style /BUCKET/KEY, no query): not LISTs */
 };
 
 /* An armed rule; kind FAULT_NONE marks a free slot. */
@@ -846,11 +847,16 @@ static const char *const s3_500 =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InternalError</Code>"
 	"<Message>We encountered an internal error. Please try again.</Message></Error>";
 
-static void count_request(struct proxy *px, const char *method)
+static void count_request(struct proxy *px, const struct request *rq)
 {
 	static const char *const names[] = { "GET", "HEAD", "PUT", "POST", "DELETE" };
+	const char *method = rq->method;
 
 	atomic_fetch_add(&px->stats[ST_REQUESTS], 1);
+	if (strcmp(method, "GET") == 0 && rq->target_len > 1 && rq->target[0] == '/' &&
+	    !memchr(rq->target, '?', rq->target_len) &&
+	    memchr(rq->target + 1, '/', rq->target_len - 1))
+		atomic_fetch_add(&px->stats[ST_OBJECT_GET], 1);
 	for (int i = 0; i < 5; i++)
 		if (strcmp(method, names[i]) == 0)
 			atomic_fetch_add(&px->stats[ST_GET + i], 1);
@@ -895,7 +901,7 @@ static void *conn_main(void *arg)
 				break;
 			continue;
 		}
-		count_request(px, rq.method);
+		count_request(px, &rq);
 		f = rules_take(px, &rq);
 		if (f.kind != FAULT_NONE)
 			atomic_fetch_add(&px->stats[ST_FAULTS], 1);

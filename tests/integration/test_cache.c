@@ -1,0 +1,535 @@
+/* test_cache.c - the chunk cache on a real server: RAM hits, the SSD tier
+ * across clean and killed restarts, corruption, a full disk, deleted cache
+ * files, changed objects, single-flight under 32 readers, foreign caches.
+ *
+ * Every test has its own bucket, proxy and cache directory and mounts
+ * through the proxy with --chunk-size 1M --parallel-gets 1, so one chunk
+ * fill from the store is exactly one object GET the proxy counts (its
+ * object_GET counter leaves LISTs out).  The daemon's
+ * own counters come from its SIGUSR1 stats line.  Every byte read is
+ * compared with the generator that produced the upload.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct obj {
+	const char *key;
+	uint64_t seed;
+	uint64_t size;
+	unsigned chunks;           /* at 1 MiB */
+};
+
+static const struct obj A = { "a.bin", 0xa1, 5 * IT_MIB + 3, 6 };
+static const struct obj B = { "b.bin", 0xb2, 3 * IT_MIB, 3 };
+static const struct obj C = { "d/c.bin", 0xc3, IT_MIB + 1, 2 };
+static const struct obj BIG = { "big.bin", 0xb16, 48 * IT_MIB, 48 };
+
+static struct it_env env;
+static struct it_bucket bucket;
+static struct it_proxy proxy;
+static struct it_mount mnt;
+static char cache_dir[PATH_MAX];
+static char tmpfs_dir[PATH_MAX];   /* a tmpfs mounted by a test, or "" */
+
+static void cache_init(void)
+{
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_not_null(env.proxy_bin, "TIERFS_PROXY_BIN not set");
+	cr_assert_eq(it_bucket_create(&env, "cache", &bucket), 0, "create bucket");
+	cr_assert_eq(it_put_gen(&bucket, A.key, A.seed, A.size), 0);
+	cr_assert_eq(it_put_gen(&bucket, B.key, B.seed, B.size), 0);
+	cr_assert_eq(it_put_gen(&bucket, C.key, C.seed, C.size), 0);
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
+	char parent[PATH_MAX];
+	cr_assert_eq(it_mkdtemp(&env, "cachedir", parent, sizeof(parent)), 0);
+	it_fmt(cache_dir, sizeof(cache_dir), "%s/cache", parent);
+	tmpfs_dir[0] = '\0';
+}
+
+static void cache_fini(void)
+{
+	it_cleanup();
+	if (tmpfs_dir[0])
+		umount2(tmpfs_dir, MNT_DETACH);
+	it_proxy_stop(&proxy);
+	if (bucket.client) {
+		it_bucket_empty(&bucket);
+		it_bucket_close(&bucket);
+	}
+}
+
+TestSuite(cache, .init = cache_init, .fini = cache_fini, .timeout = 180);
+
+/* Mount the bucket (or source) through the proxy with the cache options
+ * plus extra; -1 when the mount failed (m.status and the log tell why). */
+static int mount_cache_src(const char *source, const char *const *extra)
+{
+	const char *opts[32];
+	size_t n = 0;
+	opts[n++] = "--chunk-size";
+	opts[n++] = "1M";
+	opts[n++] = "--parallel-gets";
+	opts[n++] = "1";
+	opts[n++] = "--ram-size";
+	opts[n++] = "64M";
+	opts[n++] = "--cache-dir";
+	opts[n++] = cache_dir;
+	opts[n++] = "-v";
+	for (size_t i = 0; extra && extra[i] && n < 31; i++)
+		opts[n++] = extra[i];
+	opts[n] = NULL;
+	char src[128];
+	if (source)
+		it_fmt(src, sizeof(src), "%s", source);
+	else
+		it_fmt(src, sizeof(src), "s3://%s", bucket.name);
+	return it_mount(&env, src, proxy.url, opts, &mnt);
+}
+
+static void mount_cache(const char *const *extra)
+{
+	if (mount_cache_src(NULL, extra) != 0)
+		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
+}
+
+static void unmount_ok(void)
+{
+	int st = it_unmount(&mnt);
+	char *log = it_mount_log(&mnt);
+	cr_expect_eq(st, 0, "daemon exit status %d; log: %s", st, log);
+	cr_expect_null(strstr(log, "ERROR: AddressSanitizer"), "sanitizer report: %s", log);
+	free(log);
+}
+
+/* Read all of o through the mount; it must be exactly the upload. */
+static void read_ok(const struct obj *o)
+{
+	char p[PATH_MAX];
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
+	int fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", o->key, strerror(errno));
+	char *buf = malloc(o->size + 1);
+	ssize_t r = it_pread_full(fd, buf, o->size + 1, 0);
+	cr_assert_eq(r, (ssize_t)o->size, "read %s: %zd (%s)", o->key, r,
+		     r < 0 ? strerror(errno) : "");
+	int64_t bad = it_gen_mismatch(o->seed, 0, buf, o->size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
+	free(buf);
+	close(fd);
+}
+
+/* Poll the daemon's counter until it reaches want (<= 20 s). */
+static long long wait_stat_geq(const char *name, long long want)
+{
+	double deadline = it_now() + 20.0;
+	long long v = -1;
+	while (it_now() < deadline) {
+		v = it_daemon_stat(&mnt, name);
+		if (v >= want)
+			return v;
+		usleep(50000);
+	}
+	cr_assert_fail("%s stayed at %lld, want >= %lld", name, v, want);
+	return v;
+}
+
+/* Regular files under dir whose name ends with suffix ("" = all). */
+static unsigned count_files(const char *dir, const char *suffix, char *first, size_t firstlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		it_fmt(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (lstat(p, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			n += count_files(p, suffix, first, firstlen);
+		} else if (S_ISREG(st.st_mode)) {
+			size_t nl = strlen(e->d_name), sl = strlen(suffix);
+			if (nl >= sl && !strcmp(e->d_name + nl - sl, suffix)) {
+				if (first && !first[0])
+					it_fmt(first, firstlen, "%s", p);
+				n++;
+			}
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static unsigned chunk_files(char *first, size_t firstlen)
+{
+	char dir[PATH_MAX];
+	it_fmt(dir, sizeof(dir), "%s/chunks", cache_dir);
+	if (first)
+		first[0] = '\0';
+	return count_files(dir, "", first, firstlen);
+}
+
+Test(cache, second_read_comes_from_ram_with_zero_gets)
+{
+	mount_cache(NULL);
+	read_ok(&A);
+	long long gets = it_daemon_stat(&mnt, "s3.gets");
+	long long hits = it_daemon_stat(&mnt, "ram.hits");
+	long long proxy_gets = it_proxy_stat(&proxy, "object_GET");
+	cr_assert_eq(it_daemon_stat(&mnt, "store.fetches"), A.chunks);
+	it_drop_caches();
+	read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "s3.gets"), gets, "the second read sent GETs");
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), proxy_gets, "the proxy saw GETs");
+	cr_expect_geq(it_daemon_stat(&mnt, "ram.hits"), hits + A.chunks);
+	unmount_ok();
+}
+
+Test(cache, remount_after_clean_unmount_is_warm_and_exact)
+{
+	mount_cache(NULL);
+	read_ok(&A);
+	read_ok(&B);
+	read_ok(&C);
+	wait_stat_geq("ssd.entries", A.chunks + B.chunks + C.chunks);
+	unmount_ok();
+	cr_assert_eq(chunk_files(NULL, 0), A.chunks + B.chunks + C.chunks);
+
+	mount_cache(NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&A);
+	read_ok(&B);
+	read_ok(&C);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "a warm remount sent GETs");
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks + B.chunks + C.chunks);
+	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), 0);
+	unmount_ok();
+}
+
+struct reader_arg {
+	char path[PATH_MAX];
+};
+
+static void *read_until_error(void *arg)
+{
+	struct reader_arg *r = arg;
+	char buf[1 << 16];
+	int fd = open(r->path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	return NULL;
+}
+
+Test(cache, kill9_while_caching_keeps_every_complete_chunk)
+{
+	cr_assert_eq(it_put_gen(&bucket, BIG.key, BIG.seed, BIG.size), 0);
+	mount_cache(NULL);
+	read_ok(&A);
+	read_ok(&B);
+	wait_stat_geq("ssd.entries", A.chunks + B.chunks);
+
+	/* heavy caching of BIG, slowed down (8 MB/s per connection) so that
+	 * the kill -9 lands in the middle of it */
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?bandwidth=8000000", NULL, 0), 200);
+	struct reader_arg ra;
+	pthread_t th;
+	it_fmt(ra.path, sizeof(ra.path), "%s/%s", mnt.dir, BIG.key);
+	cr_assert_eq(pthread_create(&th, NULL, read_until_error, &ra), 0);
+	long long ins = wait_stat_geq("ssd.insertions", A.chunks + B.chunks + 6);
+	cr_assert_lt(ins, A.chunks + B.chunks + BIG.chunks, "BIG was cached before the kill");
+	pid_t pid = mnt.pid;
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	int ws;
+	waitpid(pid, &ws, 0);
+	mnt.pid = 0;
+	umount2(mnt.dir, MNT_DETACH);   /* the reader gets ENOTCONN and stops */
+	pthread_join(th, NULL);
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?bandwidth=0", NULL, 0), 200);
+
+	mount_cache(NULL);
+	cr_expect_eq(count_files(cache_dir, ".tmp", NULL, 0), 0, "half-written files left");
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&A);
+	read_ok(&B);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "chunks cached before the kill were fetched");
+	read_ok(&BIG);
+	long long ssd_hits = it_daemon_stat(&mnt, "ssd.hits");
+	long long fetches = it_daemon_stat(&mnt, "store.fetches");
+	cr_expect_eq(fetches, it_proxy_stat(&proxy, "object_GET"));
+	cr_expect_eq(ssd_hits + fetches, A.chunks + B.chunks + BIG.chunks,
+		     "every chunk comes from exactly one place (ssd %lld, store %lld)", ssd_hits,
+		     fetches);
+	cr_expect_geq(ssd_hits, A.chunks + B.chunks + 6, "cached parts of BIG were lost");
+	cr_log_info("after kill -9: %lld chunks from SSD, %lld from the store", ssd_hits, fetches);
+	unmount_ok();
+}
+
+Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
+{
+	mount_cache(NULL);
+	read_ok(&A);
+	wait_stat_geq("ssd.entries", A.chunks);
+	unmount_ok();
+
+	char victim[PATH_MAX];
+	cr_assert_eq(chunk_files(victim, sizeof(victim)), A.chunks);
+	int fd = open(victim, O_RDWR);
+	cr_assert_geq(fd, 0, "%s: %s", victim, strerror(errno));
+	struct stat st;
+	fstat(fd, &st);
+	unsigned char b;
+	off_t off = st.st_size - 100;   /* in the data, whatever the header size */
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+
+	mount_cache(NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.checksum_failures"), 1);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 1, "only the corrupt chunk is refetched");
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks - 1);
+	unmount_ok();
+}
+
+Test(cache, deleted_cache_files_fall_back_to_the_store)
+{
+	/* a 2-chunk RAM tier: the re-read must go to the SSD tier */
+	const char *extra[] = { "--ram-size", "2M", NULL };
+	mount_cache(extra);
+	read_ok(&A);
+	wait_stat_geq("ssd.entries", A.chunks);
+	char dir[PATH_MAX];
+	it_fmt(dir, sizeof(dir), "rm -rf '%s/chunks/'*", cache_dir);
+	cr_assert_eq(system(dir), 0);
+	cr_assert_eq(chunk_files(NULL, 0), 0);
+	it_drop_caches();
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&A);
+	cr_expect_geq(it_proxy_stat(&proxy, "object_GET"), A.chunks - 2);
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), 0);
+	unmount_ok();
+}
+
+Test(cache, full_cache_disk_degrades_to_misses_never_to_errors)
+{
+	char parent[PATH_MAX];
+	cr_assert_eq(it_mkdtemp(&env, "tmpfs", parent, sizeof(parent)), 0);
+	it_fmt(tmpfs_dir, sizeof(tmpfs_dir), "%s", parent);
+	cr_assert_eq(mount("tmpfs", tmpfs_dir, "tmpfs", 0, "size=6m,mode=0700"), 0,
+		     "mount tmpfs: %s", strerror(errno));
+	it_fmt(cache_dir, sizeof(cache_dir), "%s/cache", tmpfs_dir);
+	cr_assert_eq(it_put_gen(&bucket, BIG.key, BIG.seed, BIG.size), 0);
+	const char *extra[] = { "--ssd-min-free", "0", NULL };
+	mount_cache(extra);
+	read_ok(&A);
+	read_ok(&B);
+	read_ok(&BIG);
+	read_ok(&C);
+	char stats[4096];
+	cr_assert_eq(it_daemon_stats(&mnt, stats, sizeof(stats)), 0);
+	cr_expect_gt(it_stats_get(stats, "ssd.dropped"), 0, "%s", stats);
+	cr_expect_leq(it_stats_get(stats, "ssd.bytes_used"), 6 * IT_MIB, "%s", stats);
+	cr_log_info("full disk: %s", stats);
+	/* everything still reads right after the RAM tier let go of it */
+	it_drop_caches();
+	read_ok(&A);
+	unmount_ok();
+	cr_assert_eq(umount2(tmpfs_dir, 0), 0, "umount tmpfs: %s", strerror(errno));
+	tmpfs_dir[0] = '\0';
+}
+
+Test(cache, overwritten_object_is_never_served_stale_and_old_chunks_go)
+{
+	const char *extra[] = { "--metadata-ttl", "1", NULL };
+	mount_cache(extra);
+	read_ok(&B);
+	wait_stat_geq("ssd.entries", B.chunks);
+	const struct obj B2 = { B.key, 0xb2b2, 2 * IT_MIB + 7, 3 };
+	cr_assert_eq(it_put_gen(&bucket, B2.key, B2.seed, B2.size), 0);
+	usleep(1300 * 1000);
+	read_ok(&B2);
+	/* the old version's three chunks are reclaimed; the new one's cached */
+	double deadline = it_now() + 20.0;
+	unsigned files = 0;
+	while (it_now() < deadline && (files = chunk_files(NULL, 0)) != B2.chunks)
+		usleep(50000);
+	cr_expect_eq(files, B2.chunks, "chunk files on disk: %u", files);
+	unmount_ok();
+
+	/* and a remount serves the new version from the SSD tier */
+	mount_cache(NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&B2);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0);
+	unmount_ok();
+}
+
+struct same_reader {
+	char path[PATH_MAX];
+	const struct obj *o;
+	int64_t bad;
+	ssize_t got;
+};
+
+static void *read_same(void *arg)
+{
+	struct same_reader *r = arg;
+	char *buf = malloc(r->o->size);
+	int fd = open(r->path, O_RDONLY);
+	r->got = fd < 0 ? -1 : it_pread_full(fd, buf, r->o->size, 0);
+	r->bad = r->got == (ssize_t)r->o->size ? it_gen_mismatch(r->o->seed, 0, buf, r->o->size)
+					       : 0;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+Test(cache, thirty_two_readers_of_one_cold_file_cause_one_get_per_chunk)
+{
+	const struct obj S = { "s.bin", 0x5511, 16 * IT_MIB, 16 };
+	cr_assert_eq(it_put_gen(&bucket, S.key, S.seed, S.size), 0);
+	mount_cache(NULL);
+	char p[PATH_MAX];
+	struct stat st;
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, S.key);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	struct same_reader rs[32];
+	pthread_t th[32];
+	for (int i = 0; i < 32; i++) {
+		rs[i] = (struct same_reader){ .o = &S };
+		it_fmt(rs[i].path, sizeof(rs[i].path), "%s", p);
+		cr_assert_eq(pthread_create(&th[i], NULL, read_same, &rs[i]), 0);
+	}
+	for (int i = 0; i < 32; i++) {
+		pthread_join(th[i], NULL);
+		cr_expect_eq(rs[i].got, (ssize_t)S.size, "reader %d got %zd", i, rs[i].got);
+		cr_expect_eq(rs[i].bad, -1, "reader %d: wrong byte at %lld", i, (long long)rs[i].bad);
+	}
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), S.chunks, "GETs for %u chunks", S.chunks);
+	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), S.chunks);
+	unmount_ok();
+}
+
+Test(cache, cache_of_another_source_is_refused_unless_wiped)
+{
+	mount_cache(NULL);
+	read_ok(&C);
+	wait_stat_geq("ssd.entries", C.chunks);
+	unmount_ok();
+
+	char other[128];
+	it_fmt(other, sizeof(other), "s3://%s/d", bucket.name);
+	cr_assert_neq(mount_cache_src(other, NULL), 0, "a foreign cache was accepted");
+	char *log = it_mount_log(&mnt);
+	cr_expect_not_null(strstr(log, "--cache-wipe"), "no hint in: %s", log);
+	cr_expect_not_null(strstr(log, cache_dir), "the directory is not named: %s", log);
+	free(log);
+	cr_assert_eq(chunk_files(NULL, 0), C.chunks, "a refused cache was modified");
+
+	const char *wipe[] = { "--cache-wipe", NULL };
+	cr_assert_eq(mount_cache_src(other, wipe), 0, "wipe: %s", it_mount_log(&mnt));
+	cr_expect_eq(chunk_files(NULL, 0), 0, "wipe left chunk files");
+	const struct obj C_IN_D = { "c.bin", C.seed, C.size, C.chunks };
+	read_ok(&C_IN_D);
+	unmount_ok();
+}
+
+Test(cache, cache_root_is_private_and_symlinks_are_refused)
+{
+	mount_cache(NULL);
+	read_ok(&C);
+	wait_stat_geq("ssd.entries", C.chunks);
+	unmount_ok();
+	struct stat st;
+	cr_assert_eq(lstat(cache_dir, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0700, "cache root mode %o", st.st_mode & 07777);
+	char chunk[PATH_MAX];
+	cr_assert_eq(chunk_files(chunk, sizeof(chunk)), C.chunks);
+	cr_assert_eq(stat(chunk, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0600, "chunk file mode %o", st.st_mode & 07777);
+
+	char link[PATH_MAX];
+	it_fmt(link, sizeof(link), "%s.link", cache_dir);
+	cr_assert_eq(symlink(cache_dir, link), 0);
+	it_fmt(cache_dir, sizeof(cache_dir), "%s", link);
+	cr_assert_neq(mount_cache_src(NULL, NULL), 0, "a symlinked cache root was accepted");
+	char *log = it_mount_log(&mnt);
+	cr_expect_not_null(strstr(log, "symbolic link"), "no reason in: %s", log);
+	free(log);
+}
+
+/* Listings are saved in the cache index: a remount within the metadata
+ * TTL lists, looks up, opens and reads without a single request. */
+Test(cache, remount_within_ttl_needs_no_request_at_all)
+{
+	const char *extra[] = { "--metadata-ttl", "600", NULL };
+	char p[PATH_MAX];
+	mount_cache(extra);
+	it_fmt(p, sizeof(p), "%s/d", mnt.dir);
+	DIR *d = opendir(mnt.dir);
+	cr_assert_not_null(d);
+	while (readdir(d))
+		;
+	closedir(d);
+	cr_assert_not_null(d = opendir(p));
+	while (readdir(d))
+		;
+	closedir(d);
+	read_ok(&A);
+	read_ok(&C);
+	wait_stat_geq("ssd.entries", A.chunks + C.chunks);
+	unmount_ok();
+
+	mount_cache(extra);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	unsigned names = 0;
+	cr_assert_not_null(d = opendir(mnt.dir));
+	for (struct dirent *e; (e = readdir(d));)
+		names += !strcmp(e->d_name, "a.bin") || !strcmp(e->d_name, "b.bin") ||
+			 !strcmp(e->d_name, "d");
+	closedir(d);
+	cr_expect_eq(names, 3, "the saved root listing lost names");
+	read_ok(&A);
+	read_ok(&C);
+	cr_expect_eq(it_proxy_stat(&proxy, "requests"), 0, "a warm remount sent requests");
+	unmount_ok();
+}
+
+/* --direct-io: bytes are exact, and a re-read (page cache not dropped)
+ * still reaches the daemon, which serves it from the RAM tier. */
+Test(cache, direct_io_bypasses_the_page_cache_and_reads_exact_bytes)
+{
+	const char *extra[] = { "--direct-io", NULL };
+	mount_cache(extra);
+	read_ok(&A);
+	long long hits = it_daemon_stat(&mnt, "ram.hits");
+	long long gets = it_daemon_stat(&mnt, "s3.gets");
+	read_ok(&A);
+	cr_expect_geq(it_daemon_stat(&mnt, "ram.hits"), hits + A.chunks,
+		      "the re-read did not reach the RAM tier");
+	cr_expect_eq(it_daemon_stat(&mnt, "s3.gets"), gets);
+	unmount_ok();
+}
