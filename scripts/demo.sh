@@ -74,8 +74,9 @@ else
 	echo "== 3/5 using $SOURCE (read-only)"
 fi
 
-echo "== 4/5 mount $SOURCE on $MNT"
-build/tierfs mount "$SOURCE" "$MNT" "${MOUNT_ARGS[@]}"
+CACHE=$WORK/cache
+echo "== 4/5 mount $SOURCE on $MNT (RAM tier + SSD tier in $CACHE)"
+build/tierfs mount "$SOURCE" "$MNT" "${MOUNT_ARGS[@]}" --cache-dir "$CACHE"
 grep " $MNT " /proc/mounts
 echo "-- ls -l $MNT"
 ls -l "$MNT"
@@ -94,6 +95,19 @@ if [ "$STARTED_RGW" = 1 ]; then
 	head -n 4 "$MNT/labels.csv"
 	echo "-- the mount is read-only:"
 	touch "$MNT/new-file" 2>&1 || true
+	echo "-- remount on the same cache directory: every byte comes from the SSD tier"
+	build/tierfs unmount "$MNT"
+	build/tierfs mount "$SOURCE" "$MNT" "${MOUNT_ARGS[@]}" --cache-dir "$CACHE" -f \
+		2>"$WORK/daemon.log" &
+	for _ in $(seq 100); do grep -q " $MNT " /proc/mounts && break; sleep 0.1; done
+	while read -r key; do
+		cmp -s "$WORK/data/$key" "$MNT/$key" || { echo "MISMATCH after remount: $key"; exit 1; }
+	done <"$WORK/keys"
+	kill -USR1 "$(pgrep -f "tierfs mount $SOURCE $MNT" | head -n 1)"
+	for _ in $(seq 50); do grep -q 'stats (SIGUSR1)' "$WORK/daemon.log" && break; sleep 0.1; done
+	stats=$(grep 'stats (SIGUSR1)' "$WORK/daemon.log" | tail -n 1 | tr ' ' '\n')
+	echo "all files byte-identical again; daemon counters (kill -USR1):"
+	echo "$stats" | grep -E '^(s3\.gets|ssd\.hits|ssd\.entries|ssd\.bytes_used|ram\.hits)=' | sed 's/^/   /'
 else
 	first=$(find "$MNT" -type f -print -quit)
 	if [ -n "$first" ]; then

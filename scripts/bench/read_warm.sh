@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# read_warm.sh - warm re-reads through the mount vs the FUSE-free limit of
+# the same tier, in the same run, against a local radosgw.
+#
+#   bash scripts/bench/read_warm.sh [SIZE_MIB (2048)] [RUNS (3)]
+#
+# RAM tier: one object of SIZE_MIB is read once through a mount whose RAM
+#   tier holds it all (--ram-size SIZE_MIB + 256M).  Then, RUNS times, with
+#   the kernel page cache dropped before each read: dd bs=1M of the file
+#   through the mount (every byte from the RAM tier, no GET), and dd of the
+#   same bytes from a tmpfs copy (fetched separately with one GET).  Goal:
+#   ratio >= 0.7.
+# SSD tier: the mount is remounted with --ram-size 64M on the same
+#   --cache-dir (on this machine's disk), so the re-read comes from chunk
+#   files.  RUNS times, page cache dropped before each: dd through the
+#   mount, and cat of the chunk files themselves (the same bytes plus their
+#   headers) from the same disk.  Goal: ratio >= 0.8.
+# The daemon's GET counter (SIGUSR1 stats line) is checked: a warm read
+# that sent a GET is reported as an error, not a number.
+# Extra mount options: TIERFS_BENCH_MOUNT_OPTS (e.g. "--chunk-size 16M").
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+SIZE_MIB=${1:-2048}
+RUNS=${2:-3}
+WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tierfs-bench-warm.XXXXXX")
+MNT=$WORK/mnt
+CACHE=$WORK/cache
+TMPFS=$WORK/tmpfs
+LOG=$WORK/daemon.log
+export RGW_DIR=$WORK/rgw
+# shellcheck disable=SC2206
+EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
+mkdir -p "$MNT" "$TMPFS"
+pid=
+
+cleanup() {
+	if grep -q " $MNT " /proc/mounts; then build/tierfs unmount "$MNT" || umount -l "$MNT"; fi
+	[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+	grep -q " $TMPFS " /proc/mounts && umount "$TMPFS"
+	bash scripts/rgw/stop-rgw.sh --purge >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+bash scripts/setup.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+# shellcheck source=../lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
+rgw_start "$WORK/rgw.log" || { tail -n 30 "$WORK/rgw.log"; exit 1; }
+S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)
+bytes=$((SIZE_MIB * 1024 * 1024))
+"${S3UTIL[@]}" mb bench >/dev/null
+"${S3UTIL[@]}" put-bytes bench obj "$bytes" 11 >/dev/null
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+now() { date +%s.%N; }
+secs_of() { local t0; t0=$(now); "$@"; awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }'; }
+mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+mount_tierfs() {
+	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style \
+		--cache-dir "$CACHE" "$@" "${EXTRA[@]}" >>"$LOG" 2>&1 &
+	pid=$!
+	for _ in $(seq 200); do grep -q " $MNT " /proc/mounts && return 0; sleep 0.05; done
+	echo "mount failed:" >&2
+	tail -n 20 "$LOG" >&2
+	exit 1
+}
+unmount_tierfs() { build/tierfs unmount "$MNT"; wait "$pid"; pid=; }
+# stat NAME: the daemon's counter NAME from a fresh SIGUSR1 stats line.
+stat_of() {
+	local before
+	before=$(grep -c 'stats (SIGUSR1)' "$LOG" || true)
+	kill -USR1 "$pid"
+	for _ in $(seq 200); do
+		[ "$(grep -c 'stats (SIGUSR1)' "$LOG" || true)" -gt "$before" ] && break
+		sleep 0.05
+	done
+	grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
+}
+read_mount() { dd if="$MNT/obj" of=/dev/null bs=1M status=none; }
+read_tmpfs() { dd if="$TMPFS/obj" of=/dev/null bs=1M status=none; }
+read_chunk_files() { find "$CACHE/chunks" -type f -print0 | xargs -0 cat >/dev/null; }
+# runs TIER MODE BASELINE_NAME BASELINE_FN: RUNS timed pairs, page cache
+# dropped before each read; prints table rows, sets $ratio_median.
+runs() {
+	local ratios=() run fs_s base_s ratio
+	for run in $(seq "$RUNS"); do
+		drop_caches
+		fs_s=$(secs_of read_mount)
+		drop_caches
+		base_s=$(secs_of "$4")
+		ratio=$(awk -v b="$base_s" -v f="$fs_s" 'BEGIN { printf "%.2f", b / f }')
+		ratios+=("$ratio")
+		echo "| $1 | $2 | $run | $(mibs "$bytes" "$fs_s") | $3 | $(mibs "$bytes" "$base_s") | $ratio |"
+	done
+	ratio_median=$(printf '%s\n' "${ratios[@]}" | median)
+}
+
+# The tmpfs copy: one GET straight from the server, not through tierfs.
+mount -t tmpfs -o "size=$((SIZE_MIB + 64))m" tmpfs "$TMPFS"
+"${S3UTIL[@]}" get bench obj "$TMPFS/obj" >/dev/null
+
+mount_tierfs --ram-size "$((SIZE_MIB + 256))M"
+read_mount                                   # cold: fills RAM and SSD
+cmp "$MNT/obj" "$TMPFS/obj" || { echo "tierfs bytes differ from the object" >&2; exit 1; }
+want=$(stat_of ram.entries)
+for _ in $(seq 600); do [ "$(stat_of ssd.entries)" -ge "$want" ] && break; sleep 0.1; done
+unmount_tierfs
+chunks=$(find "$CACHE/chunks" -type f | wc -l)
+
+echo "| tier | page cache | run | tierfs MiB/s | baseline | baseline MiB/s | ratio |"
+echo "|---|---|---|---|---|---|---|"
+summary=()
+for mode in on off; do
+	MODE=()
+	[ "$mode" = off ] && MODE=(--direct-io)
+	# RAM tier: warm it (from the SSD tier), then time re-reads
+	mount_tierfs --ram-size "$((SIZE_MIB + 256))M" "${MODE[@]}"
+	read_mount
+	gets0=$(stat_of s3.gets)
+	runs RAM "$mode" "tmpfs dd" read_tmpfs
+	[ "$(stat_of s3.gets)" = "$gets0" ] || { echo "warm RAM reads sent GETs" >&2; exit 1; }
+	summary+=("median ratio, RAM tier vs tmpfs, page cache $mode: $ratio_median (goal >= 0.7)")
+	unmount_tierfs
+
+	# SSD tier: a RAM tier of 64M, so every chunk comes from its file
+	mount_tierfs --ram-size 64M "${MODE[@]}"
+	gets0=$(stat_of s3.gets)
+	runs SSD "$mode" "cat of $chunks chunk files" read_chunk_files
+	[ "$(stat_of s3.gets)" = "$gets0" ] || { echo "warm SSD reads sent GETs" >&2; exit 1; }
+	summary+=("median ratio, SSD tier vs chunk files, page cache $mode: $ratio_median (goal >= 0.8)")
+	unmount_tierfs
+done
+umount "$TMPFS"
+echo
+printf '%s\n' "${summary[@]}"
+echo "(object ${SIZE_MIB} MiB, dd bs=1M, page cache dropped before each read; $(nproc) cores;" \
+	"cache disk: $(df --output=source "$WORK" | tail -n 1))"
+echo "last SSD run: $(grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' | grep '^ssd\.\(hits\|misses\|checksum_failures\|entries\)=' | tr '\n' ' ')"
