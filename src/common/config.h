@@ -37,8 +37,8 @@ struct tierfs_config {
 	char *cache_dir;           /* SSD tier directory; NULL = RAM tier only */
 	uint64_t ssd_size;         /* SSD tier capacity; 0 = bounded by ssd_min_free only */
 	unsigned ssd_min_free;     /* percent of the cache filesystem kept free */
-	bool cache_wipe;
-	bool direct_io;            /* file data bypasses the kernel page cache */           /* wipe a cache of another bucket/format/chunk size */
+	bool cache_wipe;           /* wipe a cache of another bucket/format/chunk size */
+	bool direct_io;            /* file data bypasses the kernel page cache */
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;

@@ -95,7 +95,6 @@ struct fs_file {
 	struct fs_handle_link link;   /* first member */
 	char *key;
 	struct fs_version *ver;    /* a reference */
-	bool first_open;           /* first open of this version in this mount */
 };
 
 struct tfs_fs {
@@ -479,8 +478,12 @@ static struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
 	ok = true;
 	age = now_wall - fetched;
 	if (fetched > now_wall || age >= (uint64_t)fs->cfg.metadata_ttl_ms * 1000 ||
-	    age >= now_mono)
-		goto out;           /* too old (or the clock went back): fetch anew */
+	    age >= now_mono) {
+		/* too old (or the clock went back): fetch anew, and do not
+		 * keep a record nobody can use (the next fetch saves anew) */
+		(void)ssd_tier_meta_del(fs->cfg.ssd, name);
+		goto out;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		goto out;
@@ -501,6 +504,10 @@ static struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
 		}
 		memcpy(nbuf, p, nl);
 		nbuf[nl] = '\0';
+		if (!keypath_component_ok(nbuf, nl)) {
+			ok = false;     /* never a name a LIST could not have given */
+			break;
+		}
 		if (i > 0 && strcmp(l->ents[i - 1].name, nbuf) >= 0) {
 			ok = false;     /* lookups bisect: sorted and unique, or nothing */
 			break;
@@ -880,10 +887,12 @@ static int lookup_in_saved(struct tfs_fs *fs, uint64_t parent_ino, const char *n
 			listing_put(parent->listing);
 			parent->listing = listing_get(l);
 		}
-		e = listing_find(l, name);
+		/* the newest listing answers, whichever that is now */
+		e = listing_find(parent->listing, name);
 		if (e) {
 			entry_meta(e, &meta);
-			rc = node_learn(fs, parent, name, e->is_dir, &meta, l->fetched_us, out);
+			rc = node_learn(fs, parent, name, e->is_dir, &meta,
+					parent->listing->fetched_us, out);
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -896,7 +905,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	struct fs_node *parent;
 	struct obj_meta meta;
 	char *dirkey = NULL;
-	bool is_dir = false;
+	bool is_dir = false, had_listing;
 	uint64_t asked_us;
 	int rc;
 
@@ -919,11 +928,14 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 		goto unlock;
 	}
 	dirkey = strdup(parent->key);
+	had_listing = parent->listing != NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (!dirkey)
 		return TFS_E_NOMEM;
 
-	{
+	/* a saved listing only helps a directory not listed in this mount
+	 * yet: one listed (and now stale) here is newer than what was saved */
+	if (!had_listing) {
 		struct dir_listing *l = listing_load(fs, dirkey);
 		if (l) {
 			free(dirkey);
@@ -1028,7 +1040,12 @@ fill:
 		/* an object without an ETag cannot prove the kernel's pages
 		 * are still its own */
 		*keep_cache = n->open_serial == n->ver->serial && n->ver->etag[0];
-		copy_out->first_open = n->open_serial != n->ver->serial;
+		/* the first open of this version in this mount: other versions
+		 * (changed since they were cached, now or before a restart)
+		 * can never be served again.  Queued under the lock, so two
+		 * opens of successive versions queue their reclaims in order. */
+		if (n->open_serial != n->ver->serial)
+			chunk_cache_forget_versions(fs->cache, n->key, n->ver->cache_id);
 		n->open_serial = n->ver->serial;
 	}
 unlock:
@@ -1046,6 +1063,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	struct fs_node *n;
 	struct fs_dir *d;
 	struct dir_listing *l = NULL;
+	bool had_listing;
 	int rc;
 
 	*out = NULL;
@@ -1072,9 +1090,11 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 		*out = d;
 		return TFS_OK;
 	}
+	had_listing = n->listing != NULL;   /* then newer than any saved one */
 	pthread_mutex_unlock(&fs->lock);
 
-	l = listing_load(fs, d->key);
+	if (!had_listing)
+		l = listing_load(fs, d->key);
 	if (!l) {
 		uint64_t wall = wall_us();
 		rc = listing_fetch(fs, d->key, &l);
@@ -1084,7 +1104,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_by_ino(fs, ino);
-	if (n) {
+	if (n && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
 		listing_put(n->listing);
 		n->listing = listing_get(l);
 	}
@@ -1162,10 +1182,6 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 		free(f);
 		return rc;
 	}
-	/* other versions of this object (changed since they were cached,
-	 * in this mount or before it) can never be served again */
-	if (f->first_open)
-		chunk_cache_forget_versions(fs->cache, f->key, f->ver->cache_id);
 	atomic_fetch_add(&fs->open_files, 1);
 	handle_add(fs, &fs->files, &f->link);
 	*out = f;
@@ -1299,10 +1315,18 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		struct chunk_id id = { f->key, f->ver->cache_id, idx };
 		struct chunk_ref *ref;
 		uint64_t cstart = idx * cs, from, to;
+		size_t want = (size_t)(f->ver->size - cstart < cs ? f->ver->size - cstart : cs);
 
-		rc = chunk_cache_get(fs->cache, &id, chunk_fill, &ctx, &ref);
+		rc = chunk_cache_get(fs->cache, &id, want, chunk_fill, &ctx, &ref);
 		if (rc != TFS_OK)
 			break;
+		if (chunk_ref_len(ref) != want) {
+			/* a RAM chunk of this (key, ETag) from a version of another
+			 * size: the store reused an ETag; never serve its bytes */
+			chunk_ref_put(ref);
+			rc = TFS_E_STALE;
+			break;
+		}
 		from = off > cstart ? off - cstart : 0;
 		to = end - cstart < chunk_ref_len(ref) ? end - cstart : chunk_ref_len(ref);
 		r->refs[r->n] = ref;
@@ -1317,6 +1341,8 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		rc = TFS_E_STALE;
 	if (rc != TFS_OK)
 		fs_read_done(fs, r);
+	else
+		chunk_cache_count_served(fs->cache, r->bytes);
 	return rc;
 }
 

@@ -686,9 +686,12 @@ int cache_index_batch_commit(struct cache_index *ix, struct cache_index_batch *b
 	if (rocksdb_writebatch_count(b->wb) == 0)
 		return TFS_OK;
 	rocksdb_write(ix->db, ix->wopts, b->wb, &rerr);
+	/* cleared either way: a failing disk must not grow it without bound
+	 * (what was lost is access statistics or deletions the next open's
+	 * reconcile redoes) */
+	rocksdb_writebatch_clear(b->wb);
 	if (rerr)
 		return ix_fail(ix, "batch write", rerr);
-	rocksdb_writebatch_clear(b->wb);
 	return TFS_OK;
 }
 

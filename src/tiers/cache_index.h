@@ -119,6 +119,7 @@ void cache_index_batch_chunk_put(struct cache_index_batch *b, const struct chunk
 void cache_index_batch_chunk_del(struct cache_index_batch *b, const struct chunk_id *id);
 /* Operations queued and not yet committed. */
 size_t cache_index_batch_count(const struct cache_index_batch *b);
+/* Apply the batch atomically.  It is empty afterwards, committed or not. */
 int cache_index_batch_commit(struct cache_index *ix, struct cache_index_batch *b);
 void cache_index_batch_free(struct cache_index_batch *b);
 

@@ -11,19 +11,21 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "common/log.h"
 #include "common/tfs_err.h"
 #include "tiers/ssd_tier.h"
 
 struct chunk_cache {
 	struct ram_tier *ram;
 	struct ssd_tier *ssd;
-	atomic_uint_fast64_t store_fetches, store_bytes, store_errors;
+	atomic_uint_fast64_t store_fetches, store_bytes, store_errors, served;
 };
 
 struct chain_fill {
 	struct chunk_cache *cc;
 	ram_tier_fill_fn fetch;
 	void *ctx;
+	size_t expect_len;
 	bool from_store;
 };
 
@@ -60,8 +62,13 @@ static int chain_fill(void *arg, const struct chunk_id *id, void *buf, size_t ca
 	struct chain_fill *c = arg;
 	int rc;
 
-	if (c->cc->ssd && ssd_tier_read(c->cc->ssd, id, buf, cap, len) == TFS_OK)
-		return TFS_OK;
+	if (c->cc->ssd && ssd_tier_read(c->cc->ssd, id, buf, cap, len) == TFS_OK) {
+		if (*len == c->expect_len)
+			return TFS_OK;
+		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
+			 "fetched again", (unsigned long long)id->index, id->key, *len,
+			 c->expect_len);
+	}
 	rc = c->fetch(c->ctx, id, buf, cap, len);
 	if (rc != TFS_OK) {
 		atomic_fetch_add(&c->cc->store_errors, 1);
@@ -78,10 +85,10 @@ static void release_ref(void *ref)
 	chunk_ref_put(ref);
 }
 
-int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, ram_tier_fill_fn fetch,
-		    void *ctx, struct chunk_ref **out)
+int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out)
 {
-	struct chain_fill c = { cc, fetch, ctx, false };
+	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
 	int rc = ram_tier_get(cc->ram, id, chain_fill, &c, out);
 
 	if (rc == TFS_OK && c.from_store && cc->ssd && chunk_ref_len(*out) > 0) {
@@ -98,9 +105,15 @@ void chunk_cache_forget_versions(struct chunk_cache *cc, const char *key, const 
 		ssd_tier_drop_versions(cc->ssd, key, keep_etag);
 }
 
+void chunk_cache_count_served(struct chunk_cache *cc, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&cc->served, bytes, memory_order_relaxed);
+}
+
 void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out)
 {
 	ram_tier_stats(cc->ram, &out->ram);
+	out->ram.bytes_served = atomic_load(&cc->served);
 	out->has_ssd = cc->ssd != NULL;
 	if (cc->ssd)
 		ssd_tier_stats(cc->ssd, &out->ssd);

@@ -44,14 +44,20 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg);
 void chunk_cache_free(struct chunk_cache *cc);
 
 /* A reference to chunk id, from RAM, SSD, or fetch(ctx, ...) (the object
- * store).  *out is set on TFS_OK only; chunk_ref_put() it.  Errors are the
- * fetch's. */
-int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, ram_tier_fill_fn fetch,
-		    void *ctx, struct chunk_ref **out);
+ * store).  expect_len is the chunk's length in the version the caller
+ * opened: an SSD copy of another length is not used (a store that reuses
+ * an ETag for other bytes must not get old ones back).  *out is set on
+ * TFS_OK only; chunk_ref_put() it.  Errors are the fetch's. */
+int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out);
 
 /* Object key is now at version keep_etag: reclaim the space of its other
  * versions' chunks (in the background). */
 void chunk_cache_forget_versions(struct chunk_cache *cc, const char *key, const char *keep_etag);
+
+/* Count bytes handed to a reader out of chunk buffers (every byte read is
+ * served from the RAM tier's buffers, whichever tier filled them). */
+void chunk_cache_count_served(struct chunk_cache *cc, uint64_t bytes);
 
 void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out);
 

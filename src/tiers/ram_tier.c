@@ -18,7 +18,10 @@
  *    sees refs == 0 knows nobody can take one before it unhashes the slot;
  *  - a FREE slot with refs == 0 is on the free stack, except one just taken
  *    by a miss; a failed fill's slot is FREE with references (its waiters)
- *    and marked `orphan`: whoever drops the last reference pushes it;
+ *    and carries REF_ORPHAN in its refcount word: whoever drops the last
+ *    reference pushes it.  The mark lives in the same atomic as the count
+ *    so that a put racing with the slot's reuse cannot see a stale mark
+ *    from a later failed fill and push a referenced slot;
  *  - an overflow chunk (all slots pinned) lives outside the slot array and
  *    the hash, and is freed at its last put.
  *
@@ -40,15 +43,15 @@
 #include "common/tfs_err.h"
 
 #define RAM_STRIPES 64
+#define REF_ORPHAN (1u << 31)     /* failed fill: the last put frees the slot */
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY };
 
 struct chunk_ref {
 	struct ram_tier *tier;
 	atomic_int state;
-	atomic_uint refs;
+	atomic_uint refs;         /* count | REF_ORPHAN */
 	atomic_bool used;         /* CLOCK reference bit */
-	atomic_bool orphan;       /* failed fill: last put frees the slot */
 	bool overflow;
 	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
@@ -279,7 +282,6 @@ static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *i
 	s->len = 0;
 	s->fill_rc = TFS_OK;
 	atomic_store(&s->used, false);
-	atomic_store(&s->orphan, false);
 	return TFS_OK;
 }
 
@@ -390,7 +392,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	pthread_mutex_lock(sl);
 	hash_remove(t, fresh);
 	pthread_mutex_unlock(sl);
-	atomic_store(&fresh->orphan, true);
+	atomic_fetch_or(&fresh->refs, REF_ORPHAN);   /* while we still hold a reference */
 	pthread_mutex_lock(&t->wait_lock);
 	fresh->fill_rc = rc;
 	atomic_store(&fresh->state, SLOT_FREE);
@@ -412,24 +414,30 @@ size_t chunk_ref_len(const struct chunk_ref *r)
 
 struct chunk_ref *chunk_ref_dup(struct chunk_ref *r)
 {
-	assert(atomic_load(&r->refs) > 0);
+	assert((atomic_load(&r->refs) & ~REF_ORPHAN) > 0);
 	atomic_fetch_add(&r->refs, 1);
 	return r;
 }
 
 void chunk_ref_put(struct chunk_ref *r)
 {
-	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+	unsigned old;
+
+	if (!r)
 		return;
-	if (r->overflow) {
+	old = atomic_fetch_sub(&r->refs, 1);
+	assert((old & ~REF_ORPHAN) > 0);
+	if (old == 1 && r->overflow) {
 		free(r->buf);
 		free(r);
 		return;
 	}
 	/* a READY slot stays hashed for the CLOCK to find; only a failed
 	 * fill's slot, unhashed while referenced, is freed by its last put */
-	if (atomic_exchange(&r->orphan, false))
+	if (old == (REF_ORPHAN | 1)) {
+		atomic_store(&r->refs, 0);
 		free_push(r->tier, r);
+	}
 }
 
 void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)

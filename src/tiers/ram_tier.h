@@ -8,7 +8,9 @@
  *
  * Memory bound: capacity / chunk_size slots.  When every slot is referenced
  * a miss is served from a private buffer freed at its last unref, so usage
- * exceeds the bound only by chunks in flight (one per reading thread).
+ * exceeds the bound only by chunks in flight: one per reading thread, plus
+ * those a caller keeps referenced (the SSD tier's write queue, bounded by
+ * its queue_max).
  * Victims are chosen by CLOCK (second chance): an approximation of least
  * recently used that needs no list update on a hit (the access-frequency
  * policy of issue 4 replaces this choice).

@@ -492,7 +492,18 @@ static ssize_t rw_full(int fd, struct iovec *iov, int n, bool write)
 	return (ssize_t)total;
 }
 
-enum read_result { READ_OK, READ_GONE, READ_IOERR, READ_BAD };
+/* READ_BUSY: the system, not the file, said no (out of descriptors or
+ * memory, interrupted): a miss that keeps the entry. */
+enum read_result { READ_OK, READ_GONE, READ_IOERR, READ_BAD, READ_BUSY };
+
+static enum read_result read_errno(int err)
+{
+	switch (err) {
+	case ENOENT: return READ_GONE;
+	case EMFILE: case ENFILE: case ENOMEM: case EINTR: case EAGAIN: return READ_BUSY;
+	default: return READ_IOERR;
+	}
+}
 
 /* Read and verify one chunk file into buf (cap bytes).
  *
@@ -514,7 +525,7 @@ static enum read_result chunk_file_read(struct ssd_tier *t, const struct chunk_i
 	char name[NAME_BUF];
 	struct hdr_info h;
 	ssize_t n = -1;
-	int fd;
+	int fd, err = 0;
 
 	chunk_name(name, hi, lo, NULL);
 	if ((uintptr_t)buf % DIO_ALIGN == 0 && padded <= cap && len > 0) {
@@ -533,12 +544,13 @@ static enum read_result chunk_file_read(struct ssd_tier *t, const struct chunk_i
 	if (n != (ssize_t)(HDR_SIZE + len)) {
 		fd = openat(t->chunks_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
-			return errno == ENOENT ? READ_GONE : READ_IOERR;
+			return read_errno(errno);
 		n = rw_full(fd, iov, len ? 2 : 1, false);
+		err = errno;
 		close(fd);
 	}
 	if (n < 0)
-		return READ_IOERR;
+		return read_errno(err);
 	if ((uint64_t)n != HDR_SIZE + len)   /* truncated: not what we wrote */
 		return READ_BAD;
 	if (!hdr_decode(hdr, &h) || !hdr_matches(&h, id) || h.data_len != len || h.xxh != xxh ||
@@ -1513,6 +1525,11 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 		STAT_ADD(t, bytes_served, dlen);
 		*len = (size_t)dlen;
 		return TFS_OK;
+	}
+	if (r == READ_BUSY) {
+		log_debug("ssd tier: chunk %s#%" PRIu64 " not read now (out of descriptors or "
+			  "memory); kept", id->key, id->index);
+		goto miss;
 	}
 	if (r == READ_BAD)
 		STAT_ADD(t, checksum_failures, 1);

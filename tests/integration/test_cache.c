@@ -198,6 +198,7 @@ Test(cache, second_read_comes_from_ram_with_zero_gets)
 	cr_expect_eq(it_daemon_stat(&mnt, "s3.gets"), gets, "the second read sent GETs");
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), proxy_gets, "the proxy saw GETs");
 	cr_expect_geq(it_daemon_stat(&mnt, "ram.hits"), hits + A.chunks);
+	cr_expect_geq(it_daemon_stat(&mnt, "ram.bytes_served"), 2 * A.size);
 	unmount_ok();
 }
 

@@ -92,7 +92,7 @@ static void get_ok(struct chunk_cache *cc, struct store *s, const char *etag, ui
 {
 	struct chunk_id id = { "obj/key", etag, idx };
 	struct chunk_ref *r;
-	cr_assert_eq(chunk_cache_get(cc, &id, fetch, s, &r), TFS_OK);
+	cr_assert_eq(chunk_cache_get(cc, &id, CS - (size_t)idx, fetch, s, &r), TFS_OK);
 	cr_assert(bytes_ok(s, &id, r), "chunk %llu: wrong bytes", (unsigned long long)idx);
 	chunk_ref_put(r);
 }
@@ -111,6 +111,9 @@ Test(chunk_cache, ram_only_second_get_is_a_hit)
 	cr_assert_eq(st.store_fetches, 1);
 	cr_assert_eq(st.store_bytes, CS);
 	cr_assert(!st.has_ssd);
+	chunk_cache_count_served(cc, 1234);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ram.bytes_served, 1234);
 	chunk_cache_free(cc);
 }
 
@@ -157,7 +160,7 @@ Test(chunk_cache, failed_fetch_caches_nothing_anywhere)
 	struct chunk_ref *r = NULL;
 	struct chunk_cache_stats st;
 
-	cr_assert_eq(chunk_cache_get(cc, &id, fetch, &s, &r), TFS_E_IO);
+	cr_assert_eq(chunk_cache_get(cc, &id, CS, fetch, &s, &r), TFS_E_IO);
 	cr_assert_null(r);
 	ssd_tier_flush(ssd);
 	chunk_cache_stats(cc, &st);
@@ -209,7 +212,7 @@ static void *race(void *arg)
 	struct chunk_id id = { "obj/key", "e1", 3 };
 	struct chunk_ref *ref;
 
-	r->rc = chunk_cache_get(r->cc, &id, fetch, r->s, &ref);
+	r->rc = chunk_cache_get(r->cc, &id, CS - 3, fetch, r->s, &ref);
 	if (r->rc == TFS_OK) {
 		r->ok = bytes_ok(r->s, &id, ref);
 		chunk_ref_put(ref);
@@ -254,6 +257,26 @@ Test(chunk_cache, a_vanished_ssd_tier_is_a_miss_not_an_error)
 	for (uint64_t i = 0; i < 4; i++)
 		get_ok(cc, &s, "e1", i);
 	cr_assert_geq(s.fetches, 7);        /* 3 left RAM and had to be refetched */
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+Test(chunk_cache, an_ssd_copy_of_another_length_is_not_used)
+{
+	struct store s = { .seed = 7 };
+	struct ssd_tier *ssd = ssd_open();
+	struct chunk_cache *cc = cc_new(ssd, 2);
+	struct chunk_id id = { "obj/key", "e1", 0 };
+	struct chunk_ref *r;
+
+	get_ok(cc, &s, "e1", 0);
+	ssd_tier_flush(ssd);
+	chunk_cache_free(cc);
+	cc = cc_new(ssd, 2);
+	/* same (key, ETag, index), but the opened version says 100 bytes */
+	cr_assert_eq(chunk_cache_get(cc, &id, 100, fetch, &s, &r), TFS_OK);
+	cr_assert_eq(s.fetches, 2, "the SSD copy of the wrong length was served");
+	chunk_ref_put(r);
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }

@@ -397,3 +397,98 @@ Test(fs, chunk_fill_in_parallel_parts_is_byte_exact)
 	cr_assert_eq(store->gets - gets, 6, "everything else from RAM");
 	fs_release(fs, f);
 }
+
+/* ---- listings saved in the SSD tier's index --------------------------- */
+
+#include <time.h>
+#include <unistd.h>
+
+#include "common/tfs_err.h"
+#include "tiers/ssd_tier.h"
+
+static struct ssd_tier *ssd_in(const char *dir)
+{
+	char err[512];
+	struct ssd_tier *t = NULL;
+	struct ssd_tier_config c = { .dir = dir, .owner = "fake bucket ", .chunk_size = CS,
+				     .queue_max = 4 };
+	cr_assert_eq(ssd_tier_open(&c, &t, err, sizeof(err)), TFS_OK, "%s", err);
+	return t;
+}
+
+static struct tfs_fs *mount_fs_ssd(struct ssd_tier *ssd, unsigned ttl_ms)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = ttl_ms,
+		.chunk_size = CS, .ram_bytes = 8 * CS, .ssd = ssd, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555,
+	};
+	return fs_new(&c);
+}
+
+Test(fs, saved_listing_serves_a_remount_and_a_corrupt_one_is_ignored)
+{
+	char dir[] = "/tmp/tierfs-fs-XXXXXX", cmd[64];
+	cr_assert_not_null(mkdtemp(dir));
+	struct ssd_tier *ssd = ssd_in(dir);
+	char *first;
+
+	fs = mount_fs_ssd(ssd, 60000);
+	first = strdup(list_names(FS_ROOT_INO));
+	cr_assert_eq(store->lists, 1);
+	fs_free(fs);
+
+	/* a remount within the TTL: the same names, no LIST, and a lookup
+	 * answered from the saved listing (no HEAD either) */
+	fs = mount_fs_ssd(ssd, 60000);
+	cr_assert_str_eq(list_names(FS_ROOT_INO), first);
+	lookup(FS_ROOT_INO, "top.bin", TFS_OK);
+	cr_assert_eq(store->lists, 1);
+	cr_assert_eq(store->heads, 0);
+	fs_free(fs);
+
+	/* a zero TTL never uses a saved listing */
+	fs = mount_fs_ssd(ssd, 0);
+	list_names(FS_ROOT_INO);
+	cr_assert_eq(store->lists, 2);
+	fs_free(fs);
+
+	/* corrupt records of every kind: ignored, refetched, never a crash */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	uint32_t magic = 0x544c5331u, one = 1, nine = 9;
+	unsigned char junk[4][64];
+	size_t jlen[4];
+	memset(junk, 0, sizeof(junk));
+	jlen[0] = 24;                                         /* bad magic */
+	memcpy(junk[1], &magic, 4);                           /* count past the end */
+	memcpy(junk[1] + 4, &nine, 4);
+	memcpy(junk[1] + 8, &now, 8);
+	jlen[1] = 16;
+	memcpy(junk[2], &magic, 4);                           /* name longer than the record */
+	memcpy(junk[2] + 4, &one, 4);
+	memcpy(junk[2] + 8, &now, 8);
+	junk[2][17] = 0xff;
+	junk[2][18] = 0xff;
+	jlen[2] = 40;
+	memcpy(junk[3], &magic, 4);                           /* a NUL inside a name */
+	memcpy(junk[3] + 4, &one, 4);
+	memcpy(junk[3] + 8, &now, 8);
+	junk[3][17] = 3;                                      /* name length 3, etag 0 */
+	memcpy(junk[3] + 37, "a\0b", 3);
+	jlen[3] = 40;
+	for (size_t i = 0; i < 4; i++) {
+		int lists = store->lists;
+		cr_assert_eq(ssd_tier_meta_put(ssd, "dir:", junk[i], jlen[i]), TFS_OK);
+		fs = mount_fs_ssd(ssd, 60000);
+		cr_assert_str_eq(list_names(FS_ROOT_INO), first, "junk %zu", i);
+		cr_assert_eq(store->lists, lists + 1, "junk %zu was used", i);
+		fs_free(fs);
+	}
+	fs = NULL;
+	free(first);
+	ssd_tier_close(ssd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}

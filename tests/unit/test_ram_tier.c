@@ -232,9 +232,13 @@ Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
 	ram_tier_free(t);
 }
 
-/* Many readers over more chunks than slots, some fills failing: every
- * byte a reader sees belongs to the chunk it asked for, and the counters
- * add up. */
+/* Many readers over three times more chunks than slots, a fifth of the
+ * fills failing, references duplicated at random: every byte a reader
+ * sees belongs to the chunk it asked for, the counters add up, and every
+ * reference comes back (ram_tier_free asserts it).  A stress, not a
+ * proof: the race of a slot freed under a waiter (when the orphan mark was
+ * a separate atomic) showed up under TSan and in 2 of 11 longer runs, not
+ * reliably here. */
 struct stress {
 	struct ram_tier *t;
 	unsigned seed;
@@ -246,10 +250,10 @@ static int stress_fill(void *ctx, const struct chunk_id *id, void *buf, size_t c
 	struct stress *s = ctx;
 
 	atomic_fetch_add(s->fills, 1);
-	if (id->index % 13 == 5 && (rand_r(&s->seed) & 3) == 0)
+	if (rand_r(&s->seed) % 5 == 0)
 		return TFS_E_IO;
 	memset(buf, (int)(id->index * 7 + 1) & 0xff, cap);
-	*len = cap;
+	*len = cap - (size_t)(id->index % 7);
 	return TFS_OK;
 }
 
@@ -257,9 +261,9 @@ static void *stress_run(void *arg)
 {
 	struct stress *s = arg;
 
-	for (int i = 0; i < 4000; i++) {
-		struct chunk_id id = { "obj", "e", (uint64_t)(rand_r(&s->seed) % 24) };
-		struct chunk_ref *r;
+	for (int i = 0; i < 50000; i++) {
+		struct chunk_id id = { "obj", "e", (uint64_t)(rand_r(&s->seed) % 12) };
+		struct chunk_ref *r, *d = NULL;
 		int rc = ram_tier_get(s->t, &id, stress_fill, s, &r);
 
 		if (rc == TFS_E_IO)
@@ -269,17 +273,20 @@ static void *stress_run(void *arg)
 			continue;
 		}
 		const unsigned char *p = chunk_ref_data(r);
-		if (chunk_ref_len(r) != CS || p[0] != ((id.index * 7 + 1) & 0xff) ||
-		    p[CS - 1] != p[0])
+		if (chunk_ref_len(r) != CS - id.index % 7 || p[0] != ((id.index * 7 + 1) & 0xff) ||
+		    p[chunk_ref_len(r) - 1] != p[0])
 			atomic_fetch_add(s->bad, 1);
+		if (rand_r(&s->seed) % 3 == 0)
+			d = chunk_ref_dup(r);
 		chunk_ref_put(r);
+		chunk_ref_put(d);
 	}
 	return NULL;
 }
 
 Test(ram_tier, stress_readers_always_see_their_own_chunk)
 {
-	struct ram_tier *t = ram_tier_new(8 * CS, CS);
+	struct ram_tier *t = ram_tier_new(4 * CS, CS);
 	atomic_int fills = 0, bad = 0;
 	struct stress ss[8];
 	pthread_t th[8];
@@ -293,10 +300,10 @@ Test(ram_tier, stress_readers_always_see_their_own_chunk)
 		pthread_join(th[i], NULL);
 	cr_assert_eq(atomic_load(&bad), 0);
 	ram_tier_stats(t, &st);
-	cr_assert_leq(st.entries, 8);
+	cr_assert_leq(st.entries, 4);
 	/* every get is a hit or a miss, except waiters on a failed fill */
-	cr_assert_leq(st.hits + st.misses, 8 * 4000);
-	cr_assert_geq(st.hits + st.misses, 8 * 4000 - st.waits);
+	cr_assert_leq(st.hits + st.misses, 8 * 50000);
+	cr_assert_geq(st.hits + st.misses, 8 * 50000 - st.waits);
 	cr_assert_eq(st.misses, (uint64_t)atomic_load(&fills));
 	ram_tier_free(t);
 }
