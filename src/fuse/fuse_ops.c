@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ struct fuse_ctx_data {
 	tierfs_ready_fn ready;
 	void *ready_ctx;
 	bool direct_io;
+	const char *mountpoint;
+	unsigned readahead_kb;     /* 0 = leave the kernel's default */
+	atomic_bool readahead_set;
 };
 
 static struct fuse_ctx_data *ctx_of(fuse_req_t req)
@@ -86,12 +90,30 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		c->ready(c->ready_ctx);
 }
 
+static void set_kernel_readahead(const char *mountpoint, unsigned kb);
+
+/* The kernel's readahead window of this mount, set once, on the first
+ * request after INIT: the INIT reply caps the window at its max_readahead
+ * (128 KiB here), so a value written before INIT is silently lowered, and
+ * reads then reach us as 128 KiB requests.  A file's readahead state is
+ * initialised after its OPEN, so any request before the first open is in
+ * time; lookup, getattr and open each make sure. */
+static void ensure_readahead(struct fuse_ctx_data *c)
+{
+	if (c->readahead_kb && !atomic_load_explicit(&c->readahead_set, memory_order_relaxed) &&
+	    !atomic_exchange(&c->readahead_set, true))
+		set_kernel_readahead(c->mountpoint, c->readahead_kb);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_ctx_data *c = ctx_of(req);
 	struct fs_attr a;
 	struct fuse_entry_param e;
-	int rc = fs_lookup(c->fs, parent, name, &a);
+	int rc;
+
+	ensure_readahead(c);
+	rc = fs_lookup(c->fs, parent, name, &a);
 
 	if (rc == TFS_E_NOENT) {
 		/* negative entry, cached like a positive one */
@@ -129,7 +151,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fuse_ctx_data *c = ctx_of(req);
 	struct fs_attr a;
 	struct stat st;
-	int rc = fs_getattr(c->fs, ino, &a);
+	int rc;
+
+	ensure_readahead(c);
+	rc = fs_getattr(c->fs, ino, &a);
 
 	if (rc != TFS_OK) {
 		reply_rc(req, rc);
@@ -146,6 +171,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool keep = false;
 	int rc;
 
+	ensure_readahead(c);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT))) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -452,7 +478,7 @@ int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 		      tierfs_ready_fn ready, void *ready_ctx, char *err, size_t errlen)
 {
 	struct fuse_ctx_data c = { fs, o->ttl_s, (unsigned)o->max_read, ready, ready_ctx,
-				   o->direct_io };
+				   o->direct_io, o->mountpoint, o->kernel_readahead_kb, false };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	char opts[2048];
@@ -490,8 +516,6 @@ int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 		snprintf(err, errlen, "out of memory");
 		goto unmount;
 	}
-	if (o->kernel_readahead_kb)
-		set_kernel_readahead(o->mountpoint, o->kernel_readahead_kb);
 	fuse_loop_cfg_set_max_threads(loop, o->max_threads ? o->max_threads : 16);
 	fuse_loop_cfg_set_idle_threads(loop, 4);
 	fuse_loop_cfg_set_clone_fd(loop, 0);

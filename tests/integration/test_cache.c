@@ -534,3 +534,29 @@ Test(cache, direct_io_bypasses_the_page_cache_and_reads_exact_bytes)
 	cr_expect_eq(it_daemon_stat(&mnt, "s3.gets"), gets);
 	unmount_ok();
 }
+
+/* The kernel's readahead window is two chunks once the mount is in use
+ * (the INIT reply would cap a value written before it at 128 KiB). */
+Test(cache, kernel_readahead_window_is_two_chunks)
+{
+	mount_cache(NULL);
+	read_ok(&C);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	cr_assert_not_null(f);
+	char line[4096], dev[64] = "";
+	while (fgets(line, sizeof(line), f)) {
+		char mnt_dir[PATH_MAX], d[64];
+		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, mnt_dir) == 2 &&
+		    strcmp(mnt_dir, mnt.dir) == 0)
+			it_fmt(dev, sizeof(dev), "%s", d);
+	}
+	fclose(f);
+	cr_assert_neq(dev[0], '\0', "mount not in mountinfo");
+	char path[128];
+	it_fmt(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	char *v = it_read_file(path, NULL);
+	cr_assert_not_null(v, "%s", path);
+	cr_expect_eq(atoi(v), 2 * 1024, "read_ahead_kb %s, want two 1M chunks", v);
+	free(v);
+	unmount_ok();
+}
