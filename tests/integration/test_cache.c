@@ -350,6 +350,8 @@ Test(cache, full_cache_disk_degrades_to_misses_never_to_errors)
 	char stats[4096];
 	cr_assert_eq(it_daemon_stats(&mnt, stats, sizeof(stats)), 0);
 	cr_expect_gt(it_stats_get(stats, "ssd.dropped"), 0, "%s", stats);
+	cr_expect_gt(it_stats_get(stats, "ssd.io_errors"), 0, "no ENOSPC seen: %s", stats);
+	cr_expect_eq(it_stats_get(stats, "ssd.degraded"), 1, "%s", stats);
 	cr_expect_leq(it_stats_get(stats, "ssd.bytes_used"), 6 * IT_MIB, "%s", stats);
 	cr_log_info("full disk: %s", stats);
 	/* everything still reads right after the RAM tier let go of it */
