@@ -23,7 +23,10 @@
  *    so that a put racing with the slot's reuse cannot see a stale mark
  *    from a later failed fill and push a referenced slot;
  *  - an overflow chunk (all slots pinned) lives outside the slot array and
- *    the hash, and is freed at its last put.
+ *    the hash, and is freed at its last put.  A miss overflows only when
+ *    no slot is `reserving` (taken by a miss that has not hashed it yet):
+ *    32 readers of one cold chunk on a 4-slot tier must not fetch it 28
+ *    times just because each held a slot for a moment.
  *
  * CLOCK: a hit sets the slot's `used` bit (a store, no list move); the
  * hand sweeps READY unreferenced slots, clearing set bits and taking the
@@ -34,6 +37,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -78,6 +82,7 @@ struct ram_tier {
 	pthread_mutex_t evict_lock;
 	struct chunk_ref *free_top;
 	size_t hand;
+	atomic_uint reserving;     /* slots taken by misses, not yet hashed or given back */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
@@ -244,6 +249,7 @@ static struct chunk_ref *slot_take(struct ram_tier *t)
 		s = t->free_top;
 		t->free_top = s->fnext;
 		s->fnext = NULL;
+		atomic_fetch_add(&t->reserving, 1);
 		goto out;
 	}
 	for (size_t step = 0; step < 2 * t->n_slots; step++) {
@@ -256,6 +262,7 @@ static struct chunk_ref *slot_take(struct ram_tier *t)
 			continue;           /* second chance */
 		if (slot_try_evict(t, c)) {
 			s = c;
+			atomic_fetch_add(&t->reserving, 1);
 			break;
 		}
 	}
@@ -328,6 +335,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	uint64_t h = chunk_hash(id);
 	pthread_mutex_t *sl = stripe_of(t, h);
 	struct chunk_ref *s, *fresh = NULL;
+	unsigned full_retries = 0;
 	int rc;
 
 	*out = NULL;
@@ -337,8 +345,10 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		if (s) {
 			atomic_fetch_add(&s->refs, 1);
 			pthread_mutex_unlock(sl);
-			if (fresh)        /* lost a race to insert it: give ours back */
+			if (fresh) {      /* lost a race to insert it: give ours back */
 				free_push(t, fresh);
+				atomic_fetch_sub(&t->reserving, 1);
+			}
 			if (atomic_load(&s->state) != SLOT_READY) {
 				atomic_fetch_add(&t->waits, 1);
 				rc = wait_fill(t, s);
@@ -356,6 +366,14 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
 		fresh = slot_take(t);
+		if (!fresh && atomic_load(&t->reserving) > 0 && full_retries++ < 1000) {
+			/* every slot is pinned, but some only by misses between
+			 * taking a slot and hashing it, perhaps for this very
+			 * chunk: let them finish, then look again, so a burst of
+			 * readers of one cold chunk still fetches it once */
+			sched_yield();
+			continue;
+		}
 		if (!fresh) {
 			atomic_fetch_add(&t->misses, 1);
 			atomic_fetch_add(&t->overflow, 1);
@@ -364,6 +382,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		rc = slot_assign(fresh, h, id, t->chunk_size);
 		if (rc != TFS_OK) {
 			free_push(t, fresh);
+			atomic_fetch_sub(&t->reserving, 1);
 			return rc;
 		}
 	}
@@ -372,6 +391,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	fresh->hnext = t->buckets[h & (t->n_buckets - 1)];
 	t->buckets[h & (t->n_buckets - 1)] = fresh;
 	pthread_mutex_unlock(sl);
+	atomic_fetch_sub(&t->reserving, 1);
 	atomic_fetch_add(&t->misses, 1);
 
 	rc = fill(ctx, id, fresh->buf, t->chunk_size, &fresh->len);
