@@ -416,6 +416,15 @@ static int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "tierfs: --ram-size must be at least --chunk-size\n");
 		goto out;
 	}
+	if (cfg.ssd_size && cfg.ssd_size < cfg.chunk_size + 4096) {
+		fprintf(stderr, "tierfs: --ssd-size must hold at least one chunk (--chunk-size "
+			"plus its 4K header)\n");
+		goto out;
+	}
+	if ((cfg.ssd_size || cfg.cache_wipe) && !cfg.cache_dir) {
+		fprintf(stderr, "tierfs: --ssd-size and --cache-wipe need --cache-dir\n");
+		goto out;
+	}
 	if (check_mountpoint(&cfg) != 0 || absolutize_cache_dir(&cfg) != 0)
 		goto out;
 	tfs_errinfo_clear(&ei);

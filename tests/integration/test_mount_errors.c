@@ -308,7 +308,12 @@ Test(errors, bad_usage_fails)
 	const char *bad_src[] = { "mount", "not-a-url", dir, "--endpoint", env.endpoint, NULL };
 	const char *bad_opt[] = { "mount", source, dir, "--no-such-option", NULL };
 	const char *bad_mode[] = { "mount", source, dir, "--file-mode", "9x9", NULL };
-	const char *const *cases[] = { none, mount_only, no_mp, bad_src, bad_opt, bad_mode };
+	const char *small_ssd[] = { "mount", source, dir, "--cache-dir", dir, "--ssd-size", "1M",
+				    NULL };
+	const char *ssd_no_dir[] = { "mount", source, dir, "--ssd-size", "1G", NULL };
+	const char *bad_free[] = { "mount", source, dir, "--ssd-min-free", "100", NULL };
+	const char *const *cases[] = { none, mount_only, no_mp, bad_src, bad_opt, bad_mode,
+				       small_ssd, ssd_no_dir, bad_free };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct it_run r;
 		cr_assert_eq(it_run_tierfs(&env, cases[i], NULL, 10.0, &r), 0);
