@@ -24,23 +24,17 @@ OBJ_MIB=512
 
 cleanup() {
 	if grep -q " $MNT " /proc/mounts; then build/tierfs unmount "$MNT" || umount -l "$MNT"; fi
-	bash scripts/rgw/stop-rgw.sh --purge >/dev/null 2>&1 || true
+	bench_stop_rgw
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-bash scripts/setup.sh >/dev/null
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-# shellcheck source=../lib/common.sh
-source "$ROOT/scripts/lib/common.sh"
-rgw_start "$WORK/rgw.log" || { tail -n 30 "$WORK/rgw.log"; exit 1; }
-S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"
+bench_start "$WORK/rgw.log"
 "${S3UTIL[@]}" mb bench >/dev/null
 "${S3UTIL[@]}" put-bytes bench obj $((OBJ_MIB * 1024 * 1024)) 13 >/dev/null
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-now() { date +%s.%N; }
 mount_cs() {
 	build/tierfs mount s3://bench "$MNT" --endpoint "$S3_ENDPOINT" --path-style --chunk-size "$1"
 }
@@ -71,7 +65,7 @@ for cs in $SIZES; do
 	done
 	build/tierfs unmount "$MNT"
 	sorted=$(printf '%s\n' "${lat[@]}" | sort -n)
-	med=$(echo "$sorted" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	med=$(echo "$sorted" | median)
 	p90=$(echo "$sorted" | awk '{ a[NR] = $1 } END { print a[int(NR * 0.9)] }')
 	echo "| $cs | ${seq_rates[*]} | $med | $p90 |"
 done

@@ -35,23 +35,16 @@ cleanup() {
 	grep -q " $MNT " /proc/mounts && { build/tierfs unmount "$MNT" || umount -l "$MNT"; }
 	rmdir "$MNT" 2>/dev/null || true
 	rm -f "$MNT.rgw.log"
-	bash scripts/rgw/stop-rgw.sh --purge >/dev/null 2>&1 || true
+	bench_stop_rgw
 }
 trap cleanup EXIT
 
-bash scripts/setup.sh >/dev/null
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-# shellcheck source=../lib/common.sh
-source "$ROOT/scripts/lib/common.sh"
-rgw_start "$MNT.rgw.log" || { tail -n 30 "$MNT.rgw.log"; exit 1; }
-S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"
+bench_start "$MNT.rgw.log"
 "${S3UTIL[@]}" mb bench >/dev/null
 "${S3UTIL[@]}" put-bytes bench obj $((SIZE_MIB * 1024 * 1024)) 7 >/dev/null
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
-now() { date +%s.%N; }
 
 bytes=$((SIZE_MIB * 1024 * 1024))
 echo "| configuration | run | curl GET MiB/s | tierfs MiB/s | ratio | tierfs peak RSS MiB |"
@@ -85,7 +78,7 @@ for run in $(seq "$RUNS"); do
 	ratios+=("$ratio")
 	echo "| $config | $run | $(mibs "$bytes" "$curl_s") | $(mibs "$bytes" "$fs_s") | $ratio | $hwm |"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+median=$(printf '%s\n' "${ratios[@]}" | median)
 summary+=("median ratio tierfs/curl, $config: $median")
 done
 echo

@@ -39,27 +39,18 @@ cleanup() {
 	if grep -q " $MNT " /proc/mounts; then build/tierfs unmount "$MNT" || umount -l "$MNT"; fi
 	[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
 	grep -q " $TMPFS " /proc/mounts && umount "$TMPFS"
-	bash scripts/rgw/stop-rgw.sh --purge >/dev/null 2>&1 || true
+	bench_stop_rgw
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-bash scripts/setup.sh >/dev/null
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-# shellcheck source=../lib/common.sh
-source "$ROOT/scripts/lib/common.sh"
-rgw_start "$WORK/rgw.log" || { tail -n 30 "$WORK/rgw.log"; exit 1; }
-S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"
+bench_start "$WORK/rgw.log"
 bytes=$((SIZE_MIB * 1024 * 1024))
 "${S3UTIL[@]}" mb bench >/dev/null
 "${S3UTIL[@]}" put-bytes bench obj "$bytes" 11 >/dev/null
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-now() { date +%s.%N; }
-secs_of() { local t0; t0=$(now); "$@"; awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }'; }
-mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 mount_tierfs() {
 	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style \

@@ -696,6 +696,24 @@ static bool in_backoff(struct ssd_tier *t)
 	return atomic_load(&t->degraded) && now_ms() < atomic_load(&t->backoff_until_ms);
 }
 
+/* The index record of entry e; its file name into name (NAME_BUF bytes)
+ * when name is not NULL. */
+static void entry_record(const struct ssd_entry *e, struct cache_index_rec *rec, char *name)
+{
+	char buf[NAME_BUF];
+
+	if (!name)
+		name = buf;
+	memset(rec, 0, sizeof(*rec));
+	chunk_name(name, e->hi, e->lo, NULL);
+	snprintf(rec->loc, sizeof(rec->loc), "chunks/%s", name);
+	rec->file_bytes = e->file_bytes;
+	rec->data_len = e->data_len;
+	rec->xxh = e->xxh;
+	rec->hits = e->hits;
+	rec->last_access = e->last_access;
+}
+
 static void job_store(struct ssd_tier *t, struct job *j)
 {
 	struct ssd_entry *e = j->e;
@@ -716,13 +734,8 @@ static void job_store(struct ssd_tier *t, struct job *j)
 		degrade(t, "chunk write", err);
 		goto fail;
 	}
-	memset(&rec, 0, sizeof(rec));
-	chunk_name(name, e->hi, e->lo, NULL);
-	snprintf(rec.loc, sizeof(rec.loc), "chunks/%s", name);
-	rec.file_bytes = e->file_bytes;
-	rec.data_len = e->data_len;
-	rec.xxh = e->xxh;
-	rec.last_access = now_seconds();
+	entry_record(e, &rec, name);
+	rec.last_access = now_seconds();   /* e is updated under the lock below */
 	rc = cache_index_chunk_put(t->ix, &id, &rec);
 	if (rc != TFS_OK) {
 		(void)unlinkat(t->chunks_fd, name, 0);
@@ -1258,12 +1271,7 @@ static void reconcile_adopt(struct ssd_tier *t, struct reconcile *r, const struc
 	e->file_bytes = file_bytes_of(h.data_len);
 	e->xxh = h.xxh;
 	e->last_access = (uint64_t)st.st_mtime;
-	memset(&rec, 0, sizeof(rec));
-	snprintf(rec.loc, sizeof(rec.loc), "chunks/%s", name);
-	rec.file_bytes = e->file_bytes;
-	rec.data_len = e->data_len;
-	rec.xxh = e->xxh;
-	rec.last_access = e->last_access;
+	entry_record(e, &rec, NULL);
 	cache_index_batch_chunk_put(r->b, &id, &rec);
 	batch_maybe_commit(t, r->b);
 	table_insert(t, e);
@@ -1437,14 +1445,7 @@ static void stats_persist(struct ssd_tier *t)
 
 			if (e->state != ENTRY_STORED || !e->touched)
 				continue;
-			memset(&rec, 0, sizeof(rec));
-			chunk_name(name, e->hi, e->lo, NULL);
-			snprintf(rec.loc, sizeof(rec.loc), "chunks/%s", name);
-			rec.file_bytes = e->file_bytes;
-			rec.data_len = e->data_len;
-			rec.xxh = e->xxh;
-			rec.hits = e->hits;
-			rec.last_access = e->last_access;
+			entry_record(e, &rec, name);
 			cache_index_batch_chunk_put(b, &id, &rec);
 			n++;
 			batch_maybe_commit(t, b);
