@@ -1,0 +1,287 @@
+/* evict.c - policy lifecycle, the shared key index and dispatch to a policy's ops.
+ *
+ * Invariants: see evict_internal.h.  This file owns the node array, the
+ * free chain, the index and the clock; the policies own their orderings.
+ *
+ * The index is open addressing with linear probing over 2 * capacity
+ * (rounded up to a power of two) slots, so it is at most half full and an
+ * unsuccessful probe is short on average.  A slot holds the key itself,
+ * not just the node number, so a probe touches one cache line, not one
+ * per candidate node.  Deletion shifts the following run back (Knuth's
+ * algorithm R) instead of leaving tombstones: the table never degrades,
+ * however long the daemon runs.
+ */
+#include "evict/evict.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evict/evict_internal.h"
+
+static const char *const kind_names[EVICT_KIND_COUNT] = {
+	[EVICT_LRU] = "lru",
+	[EVICT_LFU] = "lfu",
+	[EVICT_TINYLFU] = "tinylfu",
+};
+
+static const struct evict_ops *const kind_ops[EVICT_KIND_COUNT] = {
+	[EVICT_LRU] = &evict_lru_ops,
+	[EVICT_LFU] = &evict_lfu_ops,
+	[EVICT_TINYLFU] = &evict_tinylfu_ops,
+};
+
+int evict_kind_parse(const char *name)
+{
+	if (!name)
+		return -1;
+	for (int k = 0; k < EVICT_KIND_COUNT; k++)
+		if (strcmp(name, kind_names[k]) == 0)
+			return k;
+	return -1;
+}
+
+const char *evict_kind_name(enum evict_kind kind)
+{
+	if ((unsigned)kind >= EVICT_KIND_COUNT)
+		return "unknown";
+	return kind_names[kind];
+}
+
+static size_t slot_of(const struct evict_policy *p, uint64_t key)
+{
+	return (size_t)evict_mix64(key) & p->slot_mask;
+}
+
+uint32_t evict_index_find(const struct evict_policy *p, uint64_t key)
+{
+	for (size_t i = slot_of(p, key);; i = (i + 1) & p->slot_mask) {
+		const struct evict_slot *s = &p->slots[i];
+
+		if (s->node == EVICT_NIL)
+			return EVICT_NIL;
+		if (s->key == key)
+			return s->node;
+	}
+}
+
+static void index_add(struct evict_policy *p, uint64_t key, uint32_t node)
+{
+	size_t i = slot_of(p, key);
+
+	while (p->slots[i].node != EVICT_NIL)
+		i = (i + 1) & p->slot_mask;
+	p->slots[i].key = key;
+	p->slots[i].node = node;
+}
+
+static void index_del(struct evict_policy *p, uint64_t key)
+{
+	size_t i = slot_of(p, key);
+
+	while (p->slots[i].key != key || p->slots[i].node == EVICT_NIL) {
+		assert(p->slots[i].node != EVICT_NIL);
+		i = (i + 1) & p->slot_mask;
+	}
+	/* Shift back every later entry of the run whose home slot is not in
+	 * the cyclic range (i, j]: it would no longer be reachable across
+	 * the hole at i. */
+	for (size_t j = (i + 1) & p->slot_mask; p->slots[j].node != EVICT_NIL;
+	     j = (j + 1) & p->slot_mask) {
+		size_t home = slot_of(p, p->slots[j].key);
+
+		if (((j - home) & p->slot_mask) >= ((j - i) & p->slot_mask)) {
+			p->slots[i] = p->slots[j];
+			i = j;
+		}
+	}
+	p->slots[i].node = EVICT_NIL;
+}
+
+struct evict_policy *evict_policy_new(enum evict_kind kind, size_t capacity)
+{
+	struct evict_policy *p;
+	size_t n_slots = 16;
+
+	if ((unsigned)kind >= EVICT_KIND_COUNT || capacity == 0 || capacity > EVICT_MAX_CAPACITY)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	while (n_slots < 2 * capacity)
+		n_slots <<= 1;
+	p->ops = kind_ops[kind];
+	p->kind = kind;
+	p->capacity = capacity;
+	p->slot_mask = n_slots - 1;
+	p->nodes = calloc(capacity, sizeof(*p->nodes));
+	p->slots = malloc(n_slots * sizeof(*p->slots));
+	if (!p->nodes || !p->slots)
+		goto fail_arrays;
+	for (size_t i = 0; i < n_slots; i++)
+		p->slots[i].node = EVICT_NIL;
+	/* free chain in ascending order: node numbers are handed out 0, 1, ... */
+	for (size_t i = 0; i < capacity; i++)
+		p->nodes[i].link.next = i + 1 < capacity ? (uint32_t)(i + 1) : EVICT_NIL;
+	p->free_head = 0;
+	if (!p->ops->init(p))
+		goto fail_arrays;
+	return p;
+
+fail_arrays:
+	free(p->slots);
+	free(p->nodes);
+	free(p);
+	return NULL;
+}
+
+void evict_policy_free(struct evict_policy *p)
+{
+	if (!p)
+		return;
+	p->ops->release(p);
+	free(p->slots);
+	free(p->nodes);
+	free(p);
+}
+
+void evict_policy_access(struct evict_policy *p, uint64_t key)
+{
+	p->clock++;
+	p->ops->access(p, key, evict_index_find(p, key));
+}
+
+/* A full policy drops the insert: the caller broke the contract, and
+ * tracking more keys than there are nodes is impossible without
+ * allocating.  assert() is not used so that the tests can show the bound
+ * holds in debug builds too; the caller sees it in contains(). */
+void evict_policy_insert(struct evict_policy *p, uint64_t key)
+{
+	uint32_t n;
+
+	if (evict_index_find(p, key) != EVICT_NIL || p->size == p->capacity)
+		return;
+	n = p->free_head;
+	assert(n != EVICT_NIL);
+	p->free_head = p->nodes[n].link.next;
+	memset(&p->nodes[n], 0, sizeof(p->nodes[n]));
+	p->nodes[n].key = key;
+	index_add(p, key, n);
+	p->size++;
+	p->ops->insert(p, n);
+	assert(p->nodes[n].tag != EVICT_TAG_FREE);
+}
+
+void evict_policy_remove(struct evict_policy *p, uint64_t key)
+{
+	uint32_t n = evict_index_find(p, key);
+
+	if (n == EVICT_NIL)
+		return;
+	p->ops->remove(p, n);
+	index_del(p, key);
+	p->size--;
+	p->nodes[n].tag = EVICT_TAG_FREE;
+	p->nodes[n].link.next = p->free_head;
+	p->free_head = n;
+}
+
+bool evict_policy_contains(const struct evict_policy *p, uint64_t key)
+{
+	return evict_index_find(p, key) != EVICT_NIL;
+}
+
+size_t evict_policy_size(const struct evict_policy *p)
+{
+	return p->size;
+}
+
+size_t evict_policy_capacity(const struct evict_policy *p)
+{
+	return p->capacity;
+}
+
+bool evict_policy_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,
+			 uint64_t *victim)
+{
+	if (p->size == 0)
+		return false;
+	return p->ops->victim(p, pinned, ctx, victim);
+}
+
+bool evict_policy_admit(struct evict_policy *p, uint64_t candidate, uint64_t victim)
+{
+	if (!p->ops->admit)
+		return true;
+	return p->ops->admit(p, candidate, evict_index_find(p, victim));
+}
+
+uint32_t evict_policy_stat_get(const struct evict_policy *p, uint64_t key)
+{
+	uint32_t n = evict_index_find(p, key);
+
+	return n == EVICT_NIL ? 0 : p->ops->stat_get(p, n);
+}
+
+void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat)
+{
+	uint32_t n = evict_index_find(p, key);
+
+	if (n != EVICT_NIL)
+		p->ops->stat_set(p, n, stat);
+}
+
+bool evict_list_check(const struct evict_policy *p, const struct evict_list *l, uint32_t tag)
+{
+	size_t count = 0;
+	uint32_t next = EVICT_NIL;
+
+	for (uint32_t n = l->tail; n != EVICT_NIL; next = n, n = p->nodes[n].link.prev) {
+		if (n >= p->capacity || count++ > l->len)
+			return false;
+		if (p->nodes[n].tag != tag || p->nodes[n].link.next != next)
+			return false;
+	}
+	return count == l->len && (l->len == 0 ? l->head == EVICT_NIL : l->head == next);
+}
+
+uint32_t evict_list_victim(const struct evict_policy *p, const struct evict_list *l,
+			   evict_pinned_fn pinned, void *ctx)
+{
+	uint32_t n = l->tail;
+
+	for (int i = 0; i < EVICT_SCAN_MAX && n != EVICT_NIL; i++, n = p->nodes[n].link.prev)
+		if (!pinned || !pinned(ctx, p->nodes[n].key))
+			return n;
+	return EVICT_NIL;
+}
+
+bool evict_policy_check(const struct evict_policy *p)
+{
+	size_t indexed = 0, live = 0, free_count = 0;
+
+	if (p->size > p->capacity)
+		return false;
+	for (size_t i = 0; i <= p->slot_mask; i++) {
+		const struct evict_slot *s = &p->slots[i];
+
+		if (s->node == EVICT_NIL)
+			continue;
+		indexed++;
+		if (s->node >= p->capacity || p->nodes[s->node].key != s->key ||
+		    p->nodes[s->node].tag == EVICT_TAG_FREE ||
+		    evict_index_find(p, s->key) != s->node)
+			return false;
+	}
+	for (size_t i = 0; i < p->capacity; i++)
+		if (p->nodes[i].tag != EVICT_TAG_FREE)
+			live++;
+	for (uint32_t n = p->free_head; n != EVICT_NIL; n = p->nodes[n].link.next) {
+		if (n >= p->capacity || p->nodes[n].tag != EVICT_TAG_FREE ||
+		    ++free_count > p->capacity)
+			return false;
+	}
+	if (indexed != p->size || live != p->size || free_count + p->size != p->capacity)
+		return false;
+	return p->ops->check(p);
+}

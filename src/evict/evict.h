@@ -1,0 +1,83 @@
+/* evict.h - eviction and admission policies behind one small interface.
+ *
+ * A policy tracks the resident set of one cache tier by 64-bit keys (the
+ * tier hashes its chunk ids; collisions are the tier's concern) and
+ * answers two questions: which resident key to evict next, and whether a
+ * candidate that is not resident may displace that victim at all
+ * (admission; a scan-resistant policy says no to one-off chunks).
+ *
+ * Pure data structures: no I/O, no clocks (time is the count of accesses
+ * seen, so a replayed trace gives the same answers as the live daemon),
+ * no threads (the caller serialises; not thread-safe).  Every operation is
+ * O(1) amortised; memory is O(capacity) fixed at creation.
+ *
+ * The daemon's tiers and the simulator (tierfs-sim) run this very code.
+ */
+#ifndef TIERFS_EVICT_H
+#define TIERFS_EVICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum evict_kind {
+	EVICT_LRU,        /* least recently used: what the peers use */
+	EVICT_LFU,        /* LFU with aging: decayed 8-bit logarithmic counters
+			   * (Redis evict.c), victims by sampling */
+	EVICT_TINYLFU,    /* a frequency sketch admits a candidate only if it
+			   * was seen more often than the victim */
+	EVICT_KIND_COUNT
+};
+
+struct evict_policy;
+
+/* "lru", "lfu", "tinylfu" -> kind; -1 if unknown. */
+int evict_kind_parse(const char *name);
+const char *evict_kind_name(enum evict_kind kind);
+
+/* A policy for up to capacity resident keys (>= 1).  NULL on bad
+ * arguments or out of memory. */
+struct evict_policy *evict_policy_new(enum evict_kind kind, size_t capacity);
+void evict_policy_free(struct evict_policy *p);
+
+/* Key was asked for (hit or miss).  Updates recency, frequency and the
+ * admission sketch.  Call before insert on a miss. */
+void evict_policy_access(struct evict_policy *p, uint64_t key);
+
+/* Key became resident (the caller decided to admit it and made room:
+ * never more than capacity resident keys).  No-op if already resident. */
+void evict_policy_insert(struct evict_policy *p, uint64_t key);
+
+/* Key left the cache for a reason of the caller's (eviction it carried
+ * out, corruption, an object changed).  No-op if not resident. */
+void evict_policy_remove(struct evict_policy *p, uint64_t key);
+
+bool evict_policy_contains(const struct evict_policy *p, uint64_t key);
+size_t evict_policy_size(const struct evict_policy *p);
+size_t evict_policy_capacity(const struct evict_policy *p);
+
+/* Pinned keys cannot be evicted now (a RAM chunk being replied from);
+ * the caller says which.  NULL = nothing is pinned. */
+typedef bool (*evict_pinned_fn)(void *ctx, uint64_t key);
+
+/* The resident key to evict next, skipping pinned ones, into *victim.
+ * false when the set is empty or every key examined was pinned (a bounded
+ * number are examined).  Does not remove it: the caller evicts, then
+ * calls evict_policy_remove(). */
+bool evict_policy_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,
+			 uint64_t *victim);
+
+/* May candidate (accessed, not resident) displace victim (resident)?
+ * LRU and LFU always say yes; TinyLFU compares estimated frequencies. */
+bool evict_policy_admit(struct evict_policy *p, uint64_t candidate, uint64_t victim);
+
+/* A resident key's access statistics, to be kept with the chunk index so
+ * they survive a restart: an opaque 32-bit value. */
+uint32_t evict_policy_stat_get(const struct evict_policy *p, uint64_t key);
+/* Restore a key's statistics (after insert, e.g. at start-up). */
+void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat);
+
+/* Debug builds: check the policy's internal invariants; true if sound. */
+bool evict_policy_check(const struct evict_policy *p);
+
+#endif

@@ -1,0 +1,210 @@
+/* tinylfu.c - W-TinyLFU: a small LRU window, a segmented-LRU main, a sketch deciding between them.
+ *
+ * Invariants: every resident node is on exactly one of the window,
+ * probation or protected lists and tagged so; window.len <= window_cap
+ * (1% of capacity, at least 1); protected.len <= protected_cap (80% of
+ * the rest); probation holds whatever else is resident.
+ *
+ * Which variant, and why.  Plain TinyLFU in front of an SLRU rejects
+ * every key until the sketch has seen it more often than the victim, so
+ * a burst of new-but-soon-reused keys (a file read twice in a row) misses
+ * twice.  Caffeine's W-TinyLFU puts a tiny LRU window in front: every new
+ * key is admitted to the window, and it is the window's LRU key, once it
+ * has had a chance to be reused, that must beat main's victim through the
+ * sketch to enter main.  One-off keys (a scan) churn through the window
+ * and never displace the frequently used keys in main, which is what
+ * TinyLFU is for; recency-heavy traces lose almost nothing against LRU.
+ *
+ * Mapping to evict.h's two questions, when the cache is full and the
+ * window is at its cap (the candidate's insert will push the window's LRU
+ * key w into main):
+ *  - victim(): main's victim m (probation's LRU, else protected's) if
+ *    estimate(w) > estimate(m), the duel w won; else w itself (ties keep
+ *    the incumbent: the sketch's noise must not churn main).  When the
+ *    window is below its cap nothing is pushed into main and the victim
+ *    is main's (the window's if main is empty).  Pinned keys are skipped,
+ *    at most EVICT_SCAN_MAX per list.
+ *  - admit(candidate, victim): the window admits everything, so a window
+ *    victim is always displaceable; a main victim only if the key being
+ *    pushed into main beats it, the same duel: the answer for the victim
+ *    victim() gave is yes, unless everything in the window was pinned.
+ * access() feeds the sketch for hits and misses alike (the miss must be
+ * counted for a key to be admitted later); a probation hit moves the key
+ * to protected, whose LRU key overflows back to probation's head.
+ */
+#include <assert.h>
+
+#include "evict/evict_internal.h"
+#include "evict/sketch.h"
+
+static bool tlfu_init(struct evict_policy *p)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+	size_t main_cap;
+
+	t->sketch = sketch_new(p->capacity);
+	if (!t->sketch)
+		return false;
+	evict_list_init(&t->window);
+	evict_list_init(&t->probation);
+	evict_list_init(&t->protected_);
+	t->window_cap = p->capacity / 100 ? p->capacity / 100 : 1;
+	main_cap = p->capacity - t->window_cap;
+	t->protected_cap = main_cap * 4 / 5;
+	return true;
+}
+
+static void tlfu_release(struct evict_policy *p)
+{
+	sketch_free(p->u.tlfu.sketch);
+}
+
+static struct evict_list *list_of(struct evict_policy *p, uint32_t n)
+{
+	switch (p->nodes[n].tag) {
+	case EVICT_TAG_WINDOW:
+		return &p->u.tlfu.window;
+	case EVICT_TAG_PROBATION:
+		return &p->u.tlfu.probation;
+	default:
+		assert(p->nodes[n].tag == EVICT_TAG_PROTECTED);
+		return &p->u.tlfu.protected_;
+	}
+}
+
+/* Unlink n from its list and push it at the head of the tag's list. */
+static void move_to(struct evict_policy *p, uint32_t n, uint32_t tag)
+{
+	evict_list_unlink(p->nodes, list_of(p, n), n);
+	p->nodes[n].tag = tag;
+	evict_list_push_head(p->nodes, list_of(p, n), n);
+}
+
+static void protect(struct evict_policy *p, uint32_t n)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+
+	if (t->protected_cap == 0) {
+		move_to(p, n, EVICT_TAG_PROBATION);
+		return;
+	}
+	move_to(p, n, EVICT_TAG_PROTECTED);
+	while (t->protected_.len > t->protected_cap)
+		move_to(p, t->protected_.tail, EVICT_TAG_PROBATION);
+}
+
+static void tlfu_access(struct evict_policy *p, uint64_t key, uint32_t n)
+{
+	sketch_add(p->u.tlfu.sketch, key);
+	if (n == EVICT_NIL)
+		return;
+	if (p->nodes[n].tag == EVICT_TAG_PROBATION)
+		protect(p, n);
+	else
+		move_to(p, n, p->nodes[n].tag);
+}
+
+static void tlfu_insert(struct evict_policy *p, uint32_t n)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+
+	p->nodes[n].tag = EVICT_TAG_WINDOW;
+	evict_list_push_head(p->nodes, &t->window, n);
+	/* the caller made room, so main has room for the window's overflow */
+	while (t->window.len > t->window_cap)
+		move_to(p, t->window.tail, EVICT_TAG_PROBATION);
+}
+
+static void tlfu_remove(struct evict_policy *p, uint32_t n)
+{
+	evict_list_unlink(p->nodes, list_of(p, n), n);
+}
+
+static uint32_t main_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx)
+{
+	uint32_t n = evict_list_victim(p, &p->u.tlfu.probation, pinned, ctx);
+
+	return n != EVICT_NIL ? n : evict_list_victim(p, &p->u.tlfu.protected_, pinned, ctx);
+}
+
+static unsigned estimate(const struct evict_policy *p, uint32_t n)
+{
+	return sketch_estimate(p->u.tlfu.sketch, p->nodes[n].key);
+}
+
+static bool window_full(const struct evict_policy *p)
+{
+	return p->u.tlfu.window.len >= p->u.tlfu.window_cap;
+}
+
+static bool tlfu_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,
+			uint64_t *victim)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+	uint32_t m = main_victim(p, pinned, ctx), v;
+
+	if (window_full(p)) {
+		if (m != EVICT_NIL && estimate(p, t->window.tail) > estimate(p, m))
+			v = m;
+		else if ((v = evict_list_victim(p, &t->window, pinned, ctx)) == EVICT_NIL)
+			v = m;
+	} else {
+		v = m != EVICT_NIL ? m : evict_list_victim(p, &t->window, pinned, ctx);
+	}
+	if (v == EVICT_NIL)
+		return false;
+	*victim = p->nodes[v].key;
+	return true;
+}
+
+static bool tlfu_admit(struct evict_policy *p, uint64_t candidate, uint32_t victim)
+{
+	if (victim == EVICT_NIL || p->nodes[victim].tag == EVICT_TAG_WINDOW || !window_full(p))
+		return true;
+	return estimate(p, p->u.tlfu.window.tail) > estimate(p, victim);
+}
+
+/* The stat is segment << 8 | sketch estimate (segment 0 window,
+ * 1 probation, 2 protected). */
+static uint32_t tlfu_stat_get(const struct evict_policy *p, uint32_t n)
+{
+	return (p->nodes[n].tag - EVICT_TAG_WINDOW) << 8 | estimate(p, n);
+}
+
+/* Raise the key's estimate back, without counting additions, and put it
+ * back in its segment (the window only shrinks; protected overflows to
+ * probation as on a hit). */
+static void tlfu_stat_set(struct evict_policy *p, uint32_t n, uint32_t stat)
+{
+	uint32_t seg = (stat >> 8) & 0xff;
+
+	sketch_restore(p->u.tlfu.sketch, p->nodes[n].key, stat & 0xff);
+	if (seg == EVICT_TAG_PROTECTED - EVICT_TAG_WINDOW)
+		protect(p, n);
+	else if (seg == EVICT_TAG_PROBATION - EVICT_TAG_WINDOW)
+		move_to(p, n, EVICT_TAG_PROBATION);
+}
+
+static bool tlfu_check(const struct evict_policy *p)
+{
+	const struct evict_tinylfu *t = &p->u.tlfu;
+
+	return t->window.len + t->probation.len + t->protected_.len == p->size &&
+	       t->window.len <= t->window_cap && t->protected_.len <= t->protected_cap &&
+	       evict_list_check(p, &t->window, EVICT_TAG_WINDOW) &&
+	       evict_list_check(p, &t->probation, EVICT_TAG_PROBATION) &&
+	       evict_list_check(p, &t->protected_, EVICT_TAG_PROTECTED);
+}
+
+const struct evict_ops evict_tinylfu_ops = {
+	.init = tlfu_init,
+	.release = tlfu_release,
+	.access = tlfu_access,
+	.insert = tlfu_insert,
+	.remove = tlfu_remove,
+	.victim = tlfu_victim,
+	.admit = tlfu_admit,
+	.stat_get = tlfu_stat_get,
+	.stat_set = tlfu_stat_set,
+	.check = tlfu_check,
+};

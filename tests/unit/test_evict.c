@@ -1,0 +1,544 @@
+/* Unit tests for src/evict: the contract for every policy, then each policy's own promise. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "evict/evict.h"
+
+static const enum evict_kind all_kinds[] = { EVICT_LRU, EVICT_LFU, EVICT_TINYLFU };
+#define N_KINDS (sizeof(all_kinds) / sizeof(all_kinds[0]))
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+struct pins {
+	const uint64_t *keys;
+	size_t n;
+	size_t asked;
+};
+
+static bool is_pinned(void *ctx, uint64_t key)
+{
+	struct pins *pins = ctx;
+
+	pins->asked++;
+	for (size_t i = 0; i < pins->n; i++)
+		if (pins->keys[i] == key)
+			return true;
+	return false;
+}
+
+static bool pinned_all(void *ctx, uint64_t key)
+{
+	return true;
+}
+
+/* What a tier does on a get: access; on a miss make room (victim, admit,
+ * remove) and insert.  Returns true on a hit.  *evicted (if not NULL)
+ * receives the evicted key or UINT64_MAX. */
+static bool cache_get(struct evict_policy *p, uint64_t key, uint64_t *evicted)
+{
+	uint64_t v;
+
+	if (evicted)
+		*evicted = UINT64_MAX;
+	evict_policy_access(p, key);
+	if (evict_policy_contains(p, key))
+		return true;
+	if (evict_policy_size(p) == evict_policy_capacity(p)) {
+		if (!evict_policy_victim(p, NULL, NULL, &v) || !evict_policy_admit(p, key, v))
+			return false;
+		cr_assert(evict_policy_contains(p, v));
+		evict_policy_remove(p, v);
+		if (evicted)
+			*evicted = v;
+	}
+	evict_policy_insert(p, key);
+	return false;
+}
+
+static uint64_t pop_victim(struct evict_policy *p)
+{
+	uint64_t v = UINT64_MAX;
+
+	cr_assert(evict_policy_victim(p, NULL, NULL, &v));
+	evict_policy_remove(p, v);
+	return v;
+}
+
+/* ---- every policy ---- */
+
+Test(evict, kind_names_roundtrip)
+{
+	for (int k = 0; k < EVICT_KIND_COUNT; k++)
+		cr_assert_eq(evict_kind_parse(evict_kind_name((enum evict_kind)k)), k);
+	cr_assert_eq(evict_kind_parse("lru"), EVICT_LRU);
+	cr_assert_eq(evict_kind_parse("tinylfu"), EVICT_TINYLFU);
+	cr_assert_eq(evict_kind_parse("LRU2"), -1);
+	cr_assert_eq(evict_kind_parse(""), -1);
+	cr_assert_eq(evict_kind_parse(NULL), -1);
+	cr_assert_str_eq(evict_kind_name(EVICT_KIND_COUNT), "unknown");
+}
+
+Test(evict, bad_arguments)
+{
+	cr_assert_null(evict_policy_new(EVICT_LRU, 0));
+	cr_assert_null(evict_policy_new(EVICT_KIND_COUNT, 10));
+	cr_assert_null(evict_policy_new((enum evict_kind)-1, 10));
+	cr_assert_null(evict_policy_new(EVICT_TINYLFU, (size_t)1 << 31));
+	evict_policy_free(NULL);
+}
+
+Test(evict, insert_remove_contains_are_idempotent)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		struct evict_policy *p = evict_policy_new(all_kinds[i], 8);
+		uint64_t v;
+
+		cr_assert_not_null(p);
+		cr_assert_eq(evict_policy_capacity(p), 8);
+		cr_assert_not(evict_policy_victim(p, NULL, NULL, &v), "empty has no victim");
+		evict_policy_remove(p, 5);              /* not resident: no-op */
+		evict_policy_insert(p, 5);
+		evict_policy_insert(p, 5);
+		cr_assert_eq(evict_policy_size(p), 1);
+		cr_assert(evict_policy_contains(p, 5));
+		cr_assert_not(evict_policy_contains(p, 6));
+		cr_assert(evict_policy_victim(p, NULL, NULL, &v));
+		cr_assert_eq(v, 5);
+		evict_policy_remove(p, 5);
+		evict_policy_remove(p, 5);
+		cr_assert_eq(evict_policy_size(p), 0);
+		cr_assert_not(evict_policy_contains(p, 5));
+		cr_assert_eq(evict_policy_stat_get(p, 5), 0, "not resident: no stat");
+		evict_policy_stat_set(p, 5, 1234);      /* not resident: no-op */
+		cr_assert_eq(evict_policy_size(p), 0);
+		cr_assert(evict_policy_check(p));
+		evict_policy_free(p);
+	}
+}
+
+Test(evict, size_never_exceeds_capacity)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		struct evict_policy *p = evict_policy_new(all_kinds[i], 16);
+
+		for (uint64_t k = 0; k < 16; k++)
+			evict_policy_insert(p, k);
+		cr_assert_eq(evict_policy_size(p), 16);
+		/* the caller's error: a full policy drops the insert */
+		evict_policy_insert(p, 100);
+		cr_assert_eq(evict_policy_size(p), 16);
+		cr_assert_not(evict_policy_contains(p, 100));
+		cr_assert(evict_policy_check(p));
+		/* following victim/remove, size stays at the bound */
+		for (uint64_t k = 200; k < 1200; k++) {
+			cache_get(p, k, NULL);
+			cr_assert_leq(evict_policy_size(p), 16);
+		}
+		cr_assert(evict_policy_check(p));
+		evict_policy_free(p);
+	}
+}
+
+Test(evict, all_pinned_means_no_victim)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		struct evict_policy *p = evict_policy_new(all_kinds[i], 200);
+		uint64_t v = 77;
+
+		for (uint64_t k = 0; k < 200; k++)
+			cache_get(p, k, NULL);
+		cr_assert_not(evict_policy_victim(p, pinned_all, NULL, &v), "%s",
+			      evict_kind_name(all_kinds[i]));
+		cr_assert_eq(v, 77, "victim untouched on false");
+		cr_assert(evict_policy_victim(p, NULL, NULL, &v));
+		evict_policy_free(p);
+	}
+}
+
+/* 10^5 random operations on a small cache (many evictions), with
+ * pinning, stat restores and removals; check() after every one. */
+Test(evict, random_operations_keep_invariants)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		const size_t cap = 50;
+		struct evict_policy *p = evict_policy_new(all_kinds[i], cap);
+		uint64_t seed = 0xdecafbad, pinned_keys[4] = { 0 };
+		struct pins pins = { pinned_keys, 4, 0 };
+		size_t hits = 0;
+
+		for (int op = 0; op < 100000; op++) {
+			uint64_t r = rng_next(&seed), a = rng_next(&seed) % 400, b = r % 400;
+			uint64_t key = a < b ? a : b, v;
+
+			switch (r >> 60) {
+			case 0:
+				evict_policy_remove(p, key);
+				break;
+			case 1:
+				if (evict_policy_size(p) < cap)
+					evict_policy_insert(p, key);
+				break;
+			case 2:
+				pinned_keys[op % 4] = key;
+				if (evict_policy_victim(p, is_pinned, &pins, &v)) {
+					cr_assert(evict_policy_contains(p, v));
+					cr_assert_not(is_pinned(&pins, v));
+				}
+				break;
+			case 3:
+				evict_policy_stat_set(p, key, evict_policy_stat_get(p, key));
+				break;
+			default:
+				hits += cache_get(p, key, NULL);
+				break;
+			}
+			cr_assert_leq(evict_policy_size(p), cap);
+			cr_assert(evict_policy_check(p), "%s: op %d", evict_kind_name(all_kinds[i]),
+				  op);
+		}
+		cr_assert_gt(hits, 1000);
+		evict_policy_free(p);
+	}
+}
+
+/* Same trace, same answers: no clock, no address-dependent choice. */
+Test(evict, deterministic_given_the_trace)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		struct evict_policy *p1 = evict_policy_new(all_kinds[i], 300);
+		struct evict_policy *p2 = evict_policy_new(all_kinds[i], 300);
+		uint64_t s1 = 5, s2 = 5, e1, e2;
+
+		for (int op = 0; op < 50000; op++) {
+			uint64_t k1 = rng_next(&s1) % 2000, k2 = rng_next(&s2) % 2000;
+
+			cr_assert_eq(cache_get(p1, k1, &e1), cache_get(p2, k2, &e2));
+			cr_assert_eq(e1, e2);
+		}
+		evict_policy_free(p1);
+		evict_policy_free(p2);
+	}
+}
+
+/* ---- LRU ---- */
+
+Test(lru, exact_victim_order)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LRU, 5);
+
+	for (uint64_t k = 1; k <= 5; k++) {
+		evict_policy_access(p, k);
+		evict_policy_insert(p, k);
+	}
+	evict_policy_access(p, 2);
+	evict_policy_access(p, 1);
+	evict_policy_access(p, 4);
+	evict_policy_access(p, 2);
+	evict_policy_access(p, 9);     /* a miss changes no order */
+	/* least recent first: 3, 5, 1, 4, 2 */
+	cr_assert_eq(pop_victim(p), 3);
+	cr_assert_eq(pop_victim(p), 5);
+	evict_policy_insert(p, 9);
+	cr_assert_eq(pop_victim(p), 1);
+	cr_assert_eq(pop_victim(p), 4);
+	cr_assert_eq(pop_victim(p), 2);
+	cr_assert_eq(pop_victim(p), 9);
+	cr_assert_eq(evict_policy_size(p), 0);
+	evict_policy_free(p);
+}
+
+Test(lru, pinned_keys_are_skipped)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LRU, 4);
+	uint64_t pinned_keys[] = { 1, 2 }, v;
+	struct pins pins = { pinned_keys, 2, 0 };
+
+	for (uint64_t k = 1; k <= 4; k++)
+		evict_policy_insert(p, k);
+	cr_assert(evict_policy_victim(p, is_pinned, &pins, &v));
+	cr_assert_eq(v, 3);
+	pinned_keys[1] = 3;
+	cr_assert(evict_policy_victim(p, is_pinned, &pins, &v));
+	cr_assert_eq(v, 2);
+	evict_policy_free(p);
+}
+
+Test(lru, victim_search_is_bounded)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LRU, 1000);
+	struct pins pins = { NULL, 0, 0 };
+	uint64_t v;
+
+	for (uint64_t k = 0; k < 1000; k++)
+		evict_policy_insert(p, k);
+	cr_assert_not(evict_policy_victim(p, pinned_all, NULL, &v));
+	/* count the keys examined when none is pinned but one is asked about */
+	cr_assert(evict_policy_victim(p, is_pinned, &pins, &v));
+	cr_assert_eq(pins.asked, 1);
+	evict_policy_free(p);
+}
+
+Test(lru, stat_restore_rebuilds_the_order)
+{
+	enum { CAP = 40 };
+	struct evict_policy *p1 = evict_policy_new(EVICT_LRU, CAP);
+	struct evict_policy *p2 = evict_policy_new(EVICT_LRU, CAP);
+	uint64_t keys[CAP], seed = 3;
+	uint32_t stats[CAP];
+
+	for (int op = 0; op < 2000; op++)
+		cache_get(p1, rng_next(&seed) % 100, NULL);
+	cr_assert_eq(evict_policy_size(p1), CAP);
+	/* a start-up walks its index in key order, not recency order */
+	for (size_t i = 0, n = 0; n < CAP; i++) {
+		if (evict_policy_contains(p1, i)) {
+			keys[n] = i;
+			stats[n++] = evict_policy_stat_get(p1, i);
+		}
+	}
+	for (size_t n = 0; n < CAP; n++) {
+		evict_policy_insert(p2, keys[n]);
+		evict_policy_stat_set(p2, keys[n], stats[n]);
+	}
+	cr_assert(evict_policy_check(p2));
+	for (size_t n = 0; n < CAP; n++)
+		cr_assert_eq(pop_victim(p2), pop_victim(p1));
+	evict_policy_free(p1);
+	evict_policy_free(p2);
+}
+
+/* ---- LFU ---- */
+
+Test(lfu, frequent_key_outlives_keys_seen_once)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LFU, 10);
+	uint64_t evicted;
+
+	cache_get(p, 1000, NULL);
+	for (uint64_t k = 1; k <= 9; k++)
+		cache_get(p, k, NULL);
+	for (int i = 0; i < 100; i++)
+		cr_assert(cache_get(p, 1000, NULL));
+	cr_assert_gt(evict_policy_stat_get(p, 1000) >> 16, 5);
+	for (uint64_t k = 11; k <= 20; k++) {
+		cache_get(p, k, &evicted);
+		cr_assert_neq(evicted, 1000);
+		cr_assert_neq(evicted, UINT64_MAX);
+	}
+	cr_assert(evict_policy_contains(p, 1000));
+	evict_policy_free(p);
+}
+
+Test(lfu, least_frequent_goes_first_ties_by_age)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LFU, 16);
+
+	/* keys k accessed 1 + 40 * k times: counters rise with k */
+	for (uint64_t k = 0; k < 4; k++)
+		cache_get(p, k, NULL);
+	for (uint64_t k = 0; k < 4; k++)
+		for (uint64_t j = 0; j < 40 * k; j++)
+			cache_get(p, k, NULL);
+	for (uint64_t k = 10; k < 14; k++)   /* four newcomers, oldest first */
+		cache_get(p, k, NULL);
+	cr_assert_eq(pop_victim(p), 0, "key 0: seen once, oldest");
+	cr_assert_eq(pop_victim(p), 10);
+	cr_assert_eq(pop_victim(p), 11);
+	cr_assert_eq(pop_victim(p), 12);
+	cr_assert_eq(pop_victim(p), 13);
+	evict_policy_free(p);
+}
+
+Test(lfu, counters_decay_so_a_formerly_hot_key_goes)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_LFU, 10);
+	uint64_t seed = 1, k = 100;
+	int op;
+
+	for (int i = 0; i < 2000; i++)
+		cache_get(p, 1, NULL);
+	cr_assert_gt(evict_policy_stat_get(p, 1) >> 16, 10);
+	/* key 1 is no longer asked for; others are, a few times each */
+	for (op = 0; op < 200000 && evict_policy_contains(p, 1); op++) {
+		if (rng_next(&seed) % 4 == 0)
+			k++;
+		cache_get(p, k, NULL);
+		if (op == 100)
+			cr_assert(evict_policy_contains(p, 1), "hot key outlives the first wave");
+	}
+	cr_assert_not(evict_policy_contains(p, 1), "decayed and evicted after %d accesses", op);
+	evict_policy_free(p);
+}
+
+Test(lfu, stat_roundtrip_restores_counters)
+{
+	struct evict_policy *p1 = evict_policy_new(EVICT_LFU, 10);
+	struct evict_policy *p2 = evict_policy_new(EVICT_LFU, 10);
+	struct evict_policy *p3 = evict_policy_new(EVICT_LFU, 10);
+	uint32_t st;
+
+	cache_get(p1, 7, NULL);
+	for (int i = 0; i < 500; i++)
+		cache_get(p1, 7, NULL);
+	st = evict_policy_stat_get(p1, 7);
+	cr_assert_gt(st >> 16, 8);
+	/* restarted: p2 restores 7's stat, p3 does not; both then see 7
+	 * first and ten newcomers */
+	evict_policy_insert(p2, 7);
+	evict_policy_stat_set(p2, 7, st);
+	cr_assert_eq(evict_policy_stat_get(p2, 7) >> 16, st >> 16);
+	evict_policy_insert(p3, 7);
+	for (uint64_t k = 100; k < 120; k++) {
+		cache_get(p2, k, NULL);
+		cache_get(p3, k, NULL);
+	}
+	cr_assert(evict_policy_contains(p2, 7));
+	cr_assert_not(evict_policy_contains(p3, 7));
+	evict_policy_free(p1);
+	evict_policy_free(p2);
+	evict_policy_free(p3);
+}
+
+Test(lfu, sampled_victims_approach_exact_lfu)
+{
+	/* capacity far above the sample: the pool must still find cold keys */
+	enum { CAP = 1000 };
+	struct evict_policy *p = evict_policy_new(EVICT_LFU, CAP);
+	size_t hot_lost = 0;
+	uint64_t evicted;
+
+	for (uint64_t k = 0; k < CAP; k++)
+		cache_get(p, k, NULL);
+	for (int round = 0; round < 30; round++)   /* even keys are hot */
+		for (uint64_t k = 0; k < CAP; k += 2)
+			cache_get(p, k, NULL);
+	for (uint64_t k = CAP; k < CAP + CAP / 4; k++) {
+		cache_get(p, k, &evicted);
+		hot_lost += evicted < CAP && evicted % 2 == 0;
+	}
+	cr_assert_lt(hot_lost, CAP / 100, "%zu hot keys evicted", hot_lost);
+	evict_policy_free(p);
+}
+
+/* ---- TinyLFU ---- */
+
+static void warm_hot_set(struct evict_policy *p, uint64_t n, int rounds)
+{
+	for (int r = 0; r < rounds; r++)
+		for (uint64_t k = 0; k < n; k++)
+			cache_get(p, k, NULL);
+}
+
+Test(tinylfu, scan_does_not_evict_the_hot_set)
+{
+	enum { CAP = 100, HOT = 90 };
+	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, CAP);
+	struct evict_policy *lru = evict_policy_new(EVICT_LRU, CAP);
+	size_t lru_kept = 0;
+
+	warm_hot_set(p, HOT, 20);
+	warm_hot_set(lru, HOT, 20);
+	for (uint64_t k = 1000; k < 1000 + 10 * CAP; k++) {
+		cache_get(p, k, NULL);
+		cache_get(lru, k, NULL);
+	}
+	for (uint64_t k = 0; k < HOT; k++) {
+		cr_assert(evict_policy_contains(p, k), "hot key %lu evicted by the scan",
+			  (unsigned long)k);
+		lru_kept += evict_policy_contains(lru, k);
+	}
+	cr_assert_eq(lru_kept, 0, "the same scan flushes LRU");
+	cr_assert(evict_policy_check(p));
+	evict_policy_free(p);
+	evict_policy_free(lru);
+}
+
+Test(tinylfu, admission_rejects_a_cold_key_against_a_hot_victim)
+{
+	enum { CAP = 100 };
+	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, CAP);
+	uint64_t v;
+
+	warm_hot_set(p, CAP - 1, 20);
+	cache_get(p, 5000, NULL);          /* a one-off: in the window */
+	cr_assert_eq(evict_policy_size(p), CAP);
+	evict_policy_access(p, 5001);
+	cr_assert(evict_policy_victim(p, NULL, NULL, &v));
+	cr_assert_eq(v, 5000, "the one-off loses its duel with main's victim");
+	cr_assert(evict_policy_admit(p, 5001, v), "the window admits everything");
+	/* a hot main key is not displaced: the window's key is colder */
+	cr_assert_not(evict_policy_admit(p, 5001, 3));
+	evict_policy_free(p);
+}
+
+Test(tinylfu, a_new_key_accessed_repeatedly_is_admitted)
+{
+	enum { CAP = 100, HOT = CAP };
+	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, CAP);
+	uint64_t scan = 100000;
+	int admitted_at = -1;
+
+	warm_hot_set(p, HOT, 20);
+	for (int i = 0; i < 50 && admitted_at < 0; i++) {
+		cache_get(p, 777, NULL);
+		/* two scan keys between its accesses push it out of the window */
+		cache_get(p, scan++, NULL);
+		cache_get(p, scan++, NULL);
+		/* in main once it survives the window */
+		if (evict_policy_contains(p, 777) && (evict_policy_stat_get(p, 777) >> 8) != 0)
+			admitted_at = i;
+	}
+	cr_assert_geq(admitted_at, 0, "never admitted to main");
+	for (int i = 0; i < 5 * CAP; i++) {
+		if (i % 10 == 0)
+			cache_get(p, 777, NULL);
+		cache_get(p, scan++, NULL);
+	}
+	cr_assert(evict_policy_contains(p, 777), "and it stays");
+	evict_policy_free(p);
+}
+
+Test(tinylfu, stat_roundtrip_restores_frequency_and_segment)
+{
+	enum { CAP = 100 };
+	struct evict_policy *p1 = evict_policy_new(EVICT_TINYLFU, CAP);
+	struct evict_policy *p2 = evict_policy_new(EVICT_TINYLFU, CAP);
+	uint32_t st[CAP];
+	size_t protected_keys = 0;
+
+	warm_hot_set(p1, CAP, 9);       /* 900 additions: before the first reset */
+	for (uint64_t k = 0; k < CAP; k++) {
+		st[k] = evict_policy_stat_get(p1, k);
+		cr_assert_geq(st[k] & 0xff, 8);
+		protected_keys += st[k] >> 8 == 2;
+	}
+	cr_assert_gt(protected_keys, CAP / 2, "hot keys are in protected");
+	for (uint64_t k = 0; k < CAP; k++) {
+		evict_policy_insert(p2, k);
+		evict_policy_stat_set(p2, k, st[k]);
+	}
+	cr_assert(evict_policy_check(p2));
+	for (uint64_t k = 0; k < CAP; k++) {
+		uint32_t again = evict_policy_stat_get(p2, k);
+
+		cr_assert_geq(again & 0xff, st[k] & 0xff);
+		cr_assert_eq(again >> 8, st[k] >> 8, "key %lu back in its segment", (unsigned long)k);
+	}
+	/* restored frequencies defend the set against a scan at once */
+	for (uint64_t k = 1000; k < 1000 + 3 * CAP; k++)
+		cache_get(p2, k, NULL);
+	for (uint64_t k = 0; k < CAP; k++)
+		if (!evict_policy_contains(p2, k))
+			cr_assert_eq(st[k] >> 8, 0, "only a window key may go");
+	evict_policy_free(p1);
+	evict_policy_free(p2);
+}
