@@ -50,7 +50,7 @@ const char *evict_kind_name(enum evict_kind kind)
 
 static size_t slot_of(const struct evict_policy *p, uint64_t key)
 {
-	return (size_t)evict_mix64(key) & p->slot_mask;
+	return (size_t)mix64(key) & p->slot_mask;
 }
 
 uint32_t evict_index_find(const struct evict_policy *p, uint64_t key)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/rand.h"
 #include "evict/evict.h"
 
 #define EVICT_NIL UINT32_MAX
@@ -130,16 +131,7 @@ extern const struct evict_ops evict_tinylfu_ops;
 /* The node of key, or EVICT_NIL. */
 uint32_t evict_index_find(const struct evict_policy *p, uint64_t key);
 
-/* A 64-bit finaliser (murmur3 fmix64): chunk keys may be sequential. */
-static inline uint64_t evict_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+/* Keys are spread with mix64() (common/rand.h): chunk keys may be sequential. */
 
 static inline void evict_list_init(struct evict_list *l)
 {

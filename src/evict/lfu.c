@@ -53,13 +53,7 @@
 
 static uint64_t lfu_rand(struct evict_lfu *l)
 {
-	uint64_t x = l->rng;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	l->rng = x;
-	return x * 0x2545f4914f6cdd1dull;
+	return xorshift64s_next(&l->rng);
 }
 
 static uint16_t lfu_now(const struct evict_policy *p)

@@ -96,7 +96,7 @@ void sketch_free(struct sketch *s)
  * at once, which measured 2-3x more cold keys looking hot. */
 static void cm_indexes(const struct sketch *s, uint64_t h, uint64_t idx[SKETCH_ROWS])
 {
-	uint64_t h2 = evict_mix64(h ^ 0x9e3779b97f4a7c15ull);
+	uint64_t h2 = mix64(h ^ 0x9e3779b97f4a7c15ull);
 
 	idx[0] = (uint32_t)h & s->width_mask;
 	idx[1] = (h >> 32) & s->width_mask;
@@ -139,7 +139,7 @@ static uint64_t dk_bit(const struct sketch *s, uint64_t g, unsigned k)
 
 static bool dk_contains(const struct sketch *s, uint64_t h)
 {
-	uint64_t g = evict_mix64(h ^ 0x5bd1e9955bd1e995ull);
+	uint64_t g = mix64(h ^ 0x5bd1e9955bd1e995ull);
 
 	for (unsigned k = 0; k < DK_HASHES; k++) {
 		uint64_t bit = dk_bit(s, g, k);
@@ -152,7 +152,7 @@ static bool dk_contains(const struct sketch *s, uint64_t h)
 
 static void dk_insert(struct sketch *s, uint64_t h)
 {
-	uint64_t g = evict_mix64(h ^ 0x5bd1e9955bd1e995ull);
+	uint64_t g = mix64(h ^ 0x5bd1e9955bd1e995ull);
 
 	for (unsigned k = 0; k < DK_HASHES; k++) {
 		uint64_t bit = dk_bit(s, g, k);
@@ -172,7 +172,7 @@ static void sketch_halve(struct sketch *s)
 
 void sketch_add(struct sketch *s, uint64_t key)
 {
-	uint64_t h = evict_mix64(key), idx[SKETCH_ROWS];
+	uint64_t h = mix64(key), idx[SKETCH_ROWS];
 
 	if (!dk_contains(s, h)) {
 		dk_insert(s, h);
@@ -193,7 +193,7 @@ void sketch_add(struct sketch *s, uint64_t key)
 
 unsigned sketch_estimate(const struct sketch *s, uint64_t key)
 {
-	uint64_t h = evict_mix64(key), idx[SKETCH_ROWS];
+	uint64_t h = mix64(key), idx[SKETCH_ROWS];
 
 	cm_indexes(s, h, idx);
 	return cm_min(s, idx) + (dk_contains(s, h) ? 1 : 0);
@@ -201,7 +201,7 @@ unsigned sketch_estimate(const struct sketch *s, uint64_t key)
 
 void sketch_restore(struct sketch *s, uint64_t key, unsigned est)
 {
-	uint64_t h = evict_mix64(key), idx[SKETCH_ROWS];
+	uint64_t h = mix64(key), idx[SKETCH_ROWS];
 	unsigned target;
 
 	if (est == 0)

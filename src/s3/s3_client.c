@@ -49,6 +49,7 @@
 #include <curl/curl.h>
 
 #include "common/log.h"
+#include "common/rand.h"
 #include "s3/s3_xml.h"
 #include "s3/sigv4.h"
 
@@ -194,16 +195,6 @@ static uint64_t rng_seed(void)
 	return seed ? seed : 0x2545F4914F6CDD1Dull;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
 
 static void backoff_sleep(const struct s3_client *c, unsigned attempt, uint64_t *rng)
 {
@@ -214,7 +205,7 @@ static void backoff_sleep(const struct s3_client *c, unsigned attempt, uint64_t 
 		cap *= 2;
 	if (cap > c->backoff_max_ms)
 		cap = c->backoff_max_ms;
-	uint64_t ms = rng_next(rng) % (cap + 1);
+	uint64_t ms = xorshift64s_next(rng) % (cap + 1);
 
 	ts.tv_sec = (time_t)(ms / 1000);
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;

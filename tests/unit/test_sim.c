@@ -1,0 +1,157 @@
+/* Unit tests for src/sim/sim: replaying traces against the real eviction policies. */
+#include <criterion/criterion.h>
+
+#include "common/tfs_err.h"
+#include "evict/evict.h"
+#include "sim/opt.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+
+static void make(struct trace *t, const uint64_t *keys, size_t n, size_t warm_from)
+{
+	trace_init(t);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(trace_push(t, keys[i]), TFS_OK);
+	cr_assert_eq(trace_finish(t), TFS_OK);
+	t->warm_from = warm_from;
+}
+
+static const uint64_t classic[] = { 1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5 };
+
+/* LRU, C = 3, by hand (resident set after each access, oldest first):
+ *   1 2 3      miss x3        {1 2 3}
+ *   4          miss, evict 1  {2 3 4}
+ *   1          miss, evict 2  {3 4 1}
+ *   2          miss, evict 3  {4 1 2}
+ *   5          miss, evict 4  {1 2 5}
+ *   1 2        hit, hit       {5 1 2}
+ *   3          miss, evict 5  {1 2 3}
+ *   4          miss, evict 1  {2 3 4}
+ *   5          miss, evict 2  {3 4 5}
+ * 2 hits (positions 7, 8), 10 inserts, 7 evictions: the textbook 10
+ * faults.  Counting from position 8 leaves 1 hit. */
+Test(sim, lru_classic_three_frames)
+{
+	struct trace t;
+	struct sim_result r;
+
+	make(&t, classic, 12, 0);
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 3, &r), TFS_OK);
+	cr_assert_eq(r.hits, 2);
+	cr_assert_eq(r.counted, 12);
+	cr_assert_eq(r.inserts, 10);
+	cr_assert_eq(r.evictions, 7);
+	cr_assert_eq(r.rejects, 0);
+	cr_assert_float_eq(sim_hit_ratio(&r), 2.0 / 12, 1e-12);
+	t.warm_from = 8;
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 3, &r), TFS_OK);
+	cr_assert_eq(r.hits, 1);
+	cr_assert_eq(r.counted, 4);
+	trace_release(&t);
+}
+
+/* LRU, C = 4: 1 2 3 4 miss; 1 2 hit; 5 evicts 3 -> {4 1 2 5}; 1 2 hit;
+ * 3 evicts 4 -> {5 1 2 3}; 4 evicts 5; 5 evicts 1.  4 hits, 8 faults
+ * (Belady's anomaly is FIFO's, not LRU's: more frames, more hits). */
+Test(sim, lru_classic_four_frames)
+{
+	struct trace t;
+	struct sim_result r;
+
+	make(&t, classic, 12, 0);
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 4, &r), TFS_OK);
+	cr_assert_eq(r.hits, 4);
+	cr_assert_eq(r.inserts, 8);
+	cr_assert_eq(r.evictions, 4);
+	trace_release(&t);
+}
+
+/* Sequential epochs larger than the cache: LRU always evicts exactly the
+ * key that comes back first, so after the first epoch it never hits. */
+Test(sim, lru_epoch_sequential_no_hits_after_first_epoch)
+{
+	struct trace t;
+	struct sim_result r;
+	uint64_t o;
+
+	trace_init(&t);
+	cr_assert_eq(trace_gen_epoch_sequential(&t, 100, 5), TFS_OK);
+	for (size_t c = 1; c < 100; c += 13) {
+		cr_assert_eq(sim_replay(&t, EVICT_LRU, c, &r), TFS_OK);
+		cr_assert_eq(r.hits, 0, "C = %zu", c);
+		cr_assert_eq(r.counted, 400);
+		cr_assert_eq(opt_hits(&t, c, &o), TFS_OK);
+		cr_assert_eq(o, 4 * c);           /* while OPT reaches C/N */
+	}
+	/* with room for everything, every counted access hits */
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 100, &r), TFS_OK);
+	cr_assert_eq(r.hits, 400);
+	trace_release(&t);
+}
+
+/* The loop's bookkeeping holds for every policy: residents never exceed
+ * the capacity, and every miss was an insert or a reject. */
+Test(sim, bookkeeping_every_policy)
+{
+	struct trace t;
+
+	trace_init(&t);
+	cr_assert_eq(trace_gen_zipf(&t, 2000, 0.9, 20000, 5), TFS_OK);
+	for (int kind = 0; kind < EVICT_KIND_COUNT; kind++) {
+		struct evict_policy *p = evict_policy_new((enum evict_kind)kind, 200);
+		struct sim_result r, again;
+		uint64_t all_hits;
+
+		cr_assert_eq(sim_replay_policy(&t, p, &r), TFS_OK);
+		cr_assert_eq(evict_policy_size(p), 200);
+		cr_assert(evict_policy_check(p));
+		cr_assert_eq(r.counted, t.n - t.warm_from);
+		cr_assert_eq(r.inserts - r.evictions, 200);
+		evict_policy_free(p);
+		/* counting from 0: every access is a hit, an insert or a reject */
+		t.warm_from = 0;
+		cr_assert_eq(sim_replay(&t, (enum evict_kind)kind, 200, &again), TFS_OK);
+		all_hits = again.hits;
+		cr_assert_eq(all_hits + again.inserts + again.rejects, t.n);
+		cr_assert_eq(again.inserts, r.inserts);  /* same replay, only counting differs */
+		t.warm_from = t.n / 5;
+		if (kind != EVICT_TINYLFU)
+			cr_assert_eq(r.rejects, 0, "%s admits everything",
+				     evict_kind_name((enum evict_kind)kind));
+	}
+	trace_release(&t);
+}
+
+/* TinyLFU's admission keeps a hot set through scans that flush LRU.  (W-
+ * TinyLFU admits every miss to its window and names the window's own LRU
+ * key as the victim when it loses the duel, so scans show up as window
+ * churn, not as rejects.) */
+Test(sim, tinylfu_resists_scans)
+{
+	struct trace t;
+	struct sim_result lru, tlfu;
+
+	trace_init(&t);
+	cr_assert_eq(trace_gen_hotset_scans(&t, 100, 1000, 900, 10, 3), TFS_OK);
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 200, &lru), TFS_OK);
+	cr_assert_eq(sim_replay(&t, EVICT_TINYLFU, 200, &tlfu), TFS_OK);
+	cr_assert_gt(tlfu.hits, lru.hits, "tinylfu %llu, lru %llu",
+		     (unsigned long long)tlfu.hits, (unsigned long long)lru.hits);
+	trace_release(&t);
+}
+
+Test(sim, bad_arguments)
+{
+	struct trace t;
+	struct sim_result r;
+
+	trace_init(&t);
+	cr_assert_eq(trace_finish(&t), TFS_OK);
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 0, &r), TFS_E_INVAL);
+	cr_assert_eq(sim_replay(&t, EVICT_KIND_COUNT, 4, &r), TFS_E_INVAL);
+	cr_assert_eq(sim_replay(&t, EVICT_LRU, 4, &r), TFS_OK);
+	cr_assert_eq(r.hits, 0);
+	cr_assert_eq(r.counted, 0);
+	cr_assert_float_eq(sim_hit_ratio(&r), 0.0, 1e-12);
+	trace_release(&t);
+}
