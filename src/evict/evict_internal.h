@@ -88,6 +88,12 @@ struct evict_tinylfu {
 	struct sketch *sketch;
 	struct evict_list window, probation, protected_;
 	size_t window_cap, protected_cap;
+	size_t window_max;        /* window_cap adapts within [1, window_max] */
+	/* Ghosts (tinylfu.c): fingerprints of keys the window rejected and of
+	 * keys main evicted, ghost_len slots each, direct-mapped. */
+	uint64_t *ghost_window, *ghost_main;
+	size_t ghost_len;
+	uint64_t expired;         /* window ghosts overwritten before they returned */
 };
 
 struct evict_ops {
