@@ -23,6 +23,8 @@ PKGS=(
     ceph-mon ceph-osd radosgw ceph-common uuid-runtime curl
     # tests, comparisons and benchmarks
     python3 s3fs rclone fio psmisc procps util-linux kmod
+    # tierfs-sim --plot (tests/sim_plot.sh)
+    gnuplot-nox
 )
 
 die() { echo "setup: ERROR: $*" >&2; exit 1; }

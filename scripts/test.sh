@@ -112,6 +112,22 @@ run_bin() {
 	fi
 }
 
+# run_sh BUILD NAME: run the shell test tests/NAME.sh against BUILD's
+# binaries; it counts as one test
+run_sh() {
+	local b=$1 name=$2 log=$LOG_DIR/$1-$2.log
+	if TIERFS_SIM_BIN=$ROOT/$b/tierfs-sim timeout -k 10 300 bash "$ROOT/tests/$name.sh" \
+		>"$log" 2>&1 && ! grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log"; then
+		PASSED=$((PASSED + 1))
+		echo "ok   $b/$name"
+	else
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("$b/$name")
+		echo "FAIL $b/$name"
+		tail -n 30 "$log"
+	fi
+}
+
 for b in "${BUILDS[@]}"; do
 	step "tests: $b"
 	for kind in unit integration; do
@@ -125,6 +141,15 @@ for t in json.load(sys.stdin):
 			[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
 			run_bin "$b" "$name"
 		done
+	done
+	for name in $(meson introspect "$b" --tests | python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if "shell" in t["suite"] or any(s.endswith(":shell") for s in t["suite"]):
+        print(t["name"])'); do
+		# shellcheck disable=SC2053
+		[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
+		run_sh "$b" "$name"
 	done
 done
 

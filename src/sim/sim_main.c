@@ -2,17 +2,34 @@
  *
  * One trace (read or generated), several cache sizes, several policies:
  * for each size a row of hit ratios next to Belady's OPT and, for epoch
- * traces, the C/N bound, printed as a markdown table.  Exit status: 0 ok,
- * 1 the trace could not be read or memory ran out, 2 bad command line.
+ * traces, the C/N bound, printed as a markdown table.  With --plot the
+ * same rows are drawn as a PNG line chart by gnuplot, after the table.
+ * Exit status: 0 ok, 1 the trace could not be read, memory ran out or the
+ * plot could not be written, 2 bad command line.
+ *
+ * The plot never puts the user's path into the gnuplot script: we create
+ * the PNG ourselves (a mkstemp() temp name next to it, renamed into place
+ * only when gnuplot succeeded, so a failure leaves no half-written file)
+ * and hand it to gnuplot as its stdout.  The script goes to gnuplot's
+ * stdin; the only text in it that comes from outside is the trace name in
+ * the title, quoted as a single-quoted gnuplot string (no escapes, no
+ * backquote or macro substitution; '' is a quote).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/tfs_err.h"
 #include "evict/evict.h"
@@ -22,6 +39,9 @@
 
 #define MAX_SIZES 32
 #define EXIT_USAGE 2
+#define DEFAULT_SIZES "0.25,0.5"
+/* With --plot and no --sizes: enough points for a curve. */
+#define PLOT_SIZES "0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 
 enum gen_kind {
 	GEN_NONE = -1,
@@ -56,11 +76,24 @@ struct options {
 	size_t items, epochs, length;
 	double alpha;
 	uint64_t seed;
-	bool have_alpha, have_length, have_gen_opt;
+	bool have_alpha, have_length, have_gen_opt, have_sizes;
+	const char *plot_path;          /* --plot FILE.png, or NULL */
 	struct size_spec sizes[MAX_SIZES];
 	size_t n_sizes;
 	enum evict_kind policies[EVICT_KIND_COUNT];
 	size_t n_policies;
+};
+
+/* The hits at one cache size: one row of the table, one x of the plot. */
+struct size_row {
+	size_t cap;                             /* cache size in items */
+	uint64_t hits[EVICT_KIND_COUNT];        /* indexed like options.policies */
+	uint64_t opt;
+};
+
+struct results {
+	struct size_row rows[MAX_SIZES];        /* indexed like options.sizes */
+	size_t n_rows;
 };
 
 static void usage(FILE *out)
@@ -68,7 +101,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: tierfs-sim [--trace FILE | --gen KIND [--items N] [--epochs E]\n"
 		"                  [--alpha A] [--length L] [--seed S]]\n"
-		"                  [--sizes LIST] [--policies LIST]\n"
+		"                  [--sizes LIST] [--policies LIST] [--plot FILE.png]\n"
 		"\n"
 		"Replays an access trace against eviction policies at several cache sizes\n"
 		"and prints each policy's hit ratio next to Belady's OPT (with bypass: the\n"
@@ -96,12 +129,18 @@ static void usage(FILE *out)
 		"  --seed S         random seed (default 1)\n"
 		"  --sizes LIST     cache sizes, comma-separated: fractions of the distinct\n"
 		"                   items (with a '.', e.g. 0.25,0.5) or item counts\n"
-		"                   (e.g. 1000,5000); default 0.25,0.5\n"
+		"                   (e.g. 1000,5000); default " DEFAULT_SIZES ", or with --plot\n"
+		"                   " PLOT_SIZES "\n"
 		"  --policies LIST  comma-separated among lru, lfu, tinylfu, or all (default)\n"
+		"  --plot FILE.png  after the table, also draw it as a PNG line chart: hit\n"
+		"                   ratio %% against cache size (C/N), one line per policy,\n"
+		"                   OPT and, for epoch traces, the C/N bound; the title is\n"
+		"                   the trace.  Needs gnuplot in PATH (Debian: gnuplot-nox)\n"
 		"  --help           this text\n"
 		"\n"
-		"Exit status: 0 ok, 1 the trace could not be read or memory ran out,\n"
-		"2 bad command line.\n");
+		"Exit status: 0 ok, 1 the trace could not be read, memory ran out or the\n"
+		"plot could not be written (the table is printed all the same), 2 bad\n"
+		"command line.\n");
 }
 
 /* A whole decimal number in [min, max]. */
@@ -216,6 +255,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "sizes", required_argument, NULL, 'z' },
 		{ "policies", required_argument, NULL, 'p' },
+		{ "plot", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -228,7 +268,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 	o->epochs = 5;
 	o->alpha = 1.0;
 	o->seed = 1;
-	if ((rc = parse_sizes(o, "0.25,0.5")) || (rc = parse_policies(o, "all")))
+	if ((rc = parse_sizes(o, DEFAULT_SIZES)) || (rc = parse_policies(o, "all")))
 		return rc;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -282,10 +322,16 @@ static int parse_args(struct options *o, int argc, char **argv)
 		case 'z':
 			if ((rc = parse_sizes(o, optarg)))
 				return rc;
+			o->have_sizes = true;
 			break;
 		case 'p':
 			if ((rc = parse_policies(o, optarg)))
 				return rc;
+			break;
+		case 'P':
+			if (!*optarg)
+				return bad("%s", "--plot: empty file name");
+			o->plot_path = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -309,6 +355,8 @@ static int parse_args(struct options *o, int argc, char **argv)
 			   gen_names[o->gen]);
 	if (!o->have_length)
 		o->length = o->items > TRACE_MAX_ACCESSES / 10 ? TRACE_MAX_ACCESSES : 10 * o->items;
+	if (o->plot_path && !o->have_sizes && (rc = parse_sizes(o, PLOT_SIZES)))
+		return rc;
 	return 0;
 }
 
@@ -363,7 +411,9 @@ static void print_ratio_to_opt(uint64_t hits, uint64_t opt)
 		printf(" - |");
 }
 
-static int run(const struct options *o, const struct trace *t)
+/* Replay every size and policy, print the table, and keep the rows in r
+ * for the plot. */
+static int run(const struct options *o, const struct trace *t, struct results *r)
 {
 	const char *label = o->gen == GEN_NONE ? t->name : gen_names[o->gen];
 	uint64_t counted = t->n - t->warm_from;
@@ -382,10 +432,12 @@ static int run(const struct options *o, const struct trace *t)
 		printf("---:|");
 	printf("\n");
 
+	r->n_rows = 0;
 	for (size_t s = 0; s < o->n_sizes; s++) {
 		const struct size_spec *sz = &o->sizes[s];
+		struct size_row *row = &r->rows[s];
 		size_t cap = sz->count;
-		uint64_t hits[EVICT_KIND_COUNT], opt;
+		uint64_t *hits = row->hits, opt;
 		int rc;
 
 		if (sz->fraction) {
@@ -428,15 +480,249 @@ static int run(const struct options *o, const struct trace *t)
 		for (size_t p = 0; p < o->n_policies; p++)
 			print_ratio_to_opt(hits[p], opt);
 		printf("\n");
+		row->cap = cap;
+		row->opt = opt;
+		r->n_rows++;
 	}
 	return TFS_OK;
+}
+
+/* s as a single-quoted gnuplot string.  Inside single quotes gnuplot
+ * expands nothing (no backslash escapes, no `command`, no @macro) and
+ * reads '' as one quote; a newline would end the command, so control
+ * characters become '?'.  Used for the title, which may come from a trace
+ * file's name. */
+static void gp_put_string(FILE *out, const char *s)
+{
+	fputc('\'', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '\'')
+			fputs("''", out);
+		else if (c < 0x20 || c == 0x7f)
+			fputc('?', out);
+		else
+			fputc(c, out);
+	}
+	fputc('\'', out);
+}
+
+/* The gnuplot script that draws r: data inline as a datablock, one row per
+ * size in increasing order (--sizes may come in any order), columns
+ * C/N, each policy's hit %, OPT %, C/N bound % (epoch traces only).  The
+ * PNG goes to gnuplot's stdout. */
+static void gp_write_script(FILE *out, const struct options *o, const struct trace *t,
+			    const struct results *r)
+{
+	double counted = (double)(t->n - t->warm_from), n = (double)t->n_distinct;
+	size_t order[MAX_SIZES], np = o->n_policies, max_cap = 0;
+	char title[256];
+
+	for (size_t i = 0; i < r->n_rows; i++) {
+		size_t j = i;
+
+		if (r->rows[i].cap > max_cap)
+			max_cap = r->rows[i].cap;
+		for (; j > 0 && r->rows[order[j - 1]].cap > r->rows[i].cap; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	snprintf(title, sizeof(title), "%s: %zu accesses, %zu distinct items", t->name, t->n,
+		 t->n_distinct);
+
+	fputs("set terminal pngcairo noenhanced size 900,600\n", out);
+	fputs("set title ", out);
+	gp_put_string(out, title);
+	/* counts (not fractions) in --sizes may exceed N: then let it grow */
+	fprintf(out, "\nset xrange [0:%s]\n", max_cap <= t->n_distinct ? "1" : "*");
+	fputs("set xlabel 'cache size (C/N)'\n"
+	      "set ylabel 'hit ratio %'\n"
+	      "set yrange [0:100]\n"
+	      "set grid\n"
+	      "set key outside right top\n"
+	      "$data << EOD\n", out);
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct size_row *row = &r->rows[order[i]];
+
+		fprintf(out, "%.6g", (double)row->cap / n);
+		for (size_t p = 0; p < np; p++)
+			fprintf(out, " %.4f", 100.0 * (double)row->hits[p] / counted);
+		fprintf(out, " %.4f", 100.0 * (double)row->opt / counted);
+		if (t->epoch_len)
+			fprintf(out, " %.4f", 100.0 * trace_bound_cn(t, row->cap));
+		fputc('\n', out);
+	}
+	fputs("EOD\nplot", out);
+	for (size_t p = 0; p < np; p++)
+		fprintf(out, " $data using 1:%zu with linespoints lw 2 title '%s', \\\n    ",
+			p + 2, evict_kind_name(o->policies[p]));
+	fprintf(out, " $data using 1:%zu with linespoints lw 3 lc 'black' title 'OPT'", np + 2);
+	if (t->epoch_len)
+		fprintf(out, ", \\\n     $data using 1:%zu with lines dt 2 lw 2 lc 'red' "
+			"title 'C/N bound'", np + 3);
+	fputc('\n', out);
+}
+
+/* Run gnuplot with the script for r on its stdin and png_fd as its stdout.
+ * Returns 0 once gnuplot exited 0, else -1 after saying why on stderr
+ * (gnuplot's own messages go to stderr too). */
+static int gp_run(int png_fd, const struct options *o, const struct trace *t,
+		  const struct results *r)
+{
+	static char *const argv[] = { "gnuplot", NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+	sigset_t pipe_set;
+	int pipefd[2], err, status, write_err = 0, rc = -1;
+	pid_t pid;
+	FILE *script;
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: pipe: %s\n", o->plot_path,
+			strerror(errno));
+		return -1;
+	}
+	err = posix_spawn_file_actions_init(&fa);
+	if (err)
+		goto close_pipe;
+	err = posix_spawnattr_init(&attr);
+	if (err)
+		goto destroy_fa;
+	/* gnuplot gets the default SIGPIPE even though we ignore ours below */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if ((err = posix_spawn_file_actions_adddup2(&fa, pipefd[0], STDIN_FILENO)) ||
+	    (err = posix_spawn_file_actions_adddup2(&fa, png_fd, STDOUT_FILENO)) ||
+	    (err = posix_spawnattr_setsigdefault(&attr, &pipe_set)) ||
+	    (err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF)))
+		goto destroy_attr;
+	/* glibc's posix_spawnp() reports a failed exec (ENOENT: no gnuplot)
+	 * as its result, so there is no child to reap then */
+	err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+destroy_attr:
+	posix_spawnattr_destroy(&attr);
+destroy_fa:
+	posix_spawn_file_actions_destroy(&fa);
+close_pipe:
+	close(pipefd[0]);
+	if (err) {
+		close(pipefd[1]);
+		if (err == ENOENT)
+			fprintf(stderr, "tierfs-sim: cannot plot to %s: gnuplot not found in PATH "
+				"(Debian: apt-get install gnuplot-nox)\n", o->plot_path);
+		else
+			fprintf(stderr, "tierfs-sim: cannot plot to %s: cannot run gnuplot: %s\n",
+				o->plot_path, strerror(err));
+		return -1;
+	}
+
+	/* if gnuplot dies early, writing its script must fail with EPIPE, not
+	 * kill us: the table is printed and the exit status must say 1 */
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	script = fdopen(pipefd[1], "w");
+	if (!script) {
+		write_err = errno;
+		close(pipefd[1]);
+	} else {
+		errno = 0;
+		gp_write_script(script, o, t, r);
+		if (ferror(script))
+			write_err = errno ? errno : EIO;
+		if (fclose(script) && !write_err)
+			write_err = errno;
+	}
+	sigaction(SIGPIPE, &old_pipe, NULL);
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "tierfs-sim: cannot plot to %s: waitpid: %s\n",
+				o->plot_path, strerror(errno));
+			return -1;
+		}
+	}
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: gnuplot killed by signal %d\n",
+			o->plot_path, WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: gnuplot failed (exit status %d)\n",
+			o->plot_path, WEXITSTATUS(status));
+	else if (write_err)
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: writing gnuplot's script: %s\n",
+			o->plot_path, strerror(write_err));
+	else
+		rc = 0;
+	return rc;
+}
+
+/* Draw r into o->plot_path.  The PNG is written under a temp name in the
+ * same directory and renamed over the target only when gnuplot succeeded,
+ * so a failure leaves whatever was there before.  Returns 0 or -1 after
+ * saying why on stderr, naming the file. */
+static int plot_write(const struct options *o, const struct trace *t, const struct results *r)
+{
+	const char *path = o->plot_path;
+	char tmp[PATH_MAX];
+	struct stat st;
+	mode_t mask;
+	int fd, err, rc = -1;
+
+	if (t->n == t->warm_from || r->n_rows == 0) {
+		fprintf(stderr, "tierfs-sim: not plotting to %s: no accesses are counted after "
+			"the warm-up, so there is no hit ratio to draw\n", path);
+		return -1;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp)) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: path too long\n", path);
+		return -1;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	/* mkstemp() makes it 0600; give it the mode a plain create would */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask)) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: chmod %s: %s\n", path, tmp,
+			strerror(errno));
+		goto out;
+	}
+	fflush(stdout);         /* the table before anything gnuplot says */
+	if (gp_run(fd, o, t, r))
+		goto out;
+	if (fstat(fd, &st) || st.st_size == 0) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: gnuplot wrote nothing\n", path);
+		goto out;
+	}
+	err = close(fd);
+	fd = -1;
+	if (err) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	if (rename(tmp, path)) {
+		fprintf(stderr, "tierfs-sim: cannot plot to %s: rename from %s: %s\n", path, tmp,
+			strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		unlink(tmp);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct trace t;
-	int rc;
+	struct results r;
+	int rc, plot_rc = 0;
 
 	rc = parse_args(&o, argc, argv);
 	if (rc)
@@ -445,7 +731,9 @@ int main(int argc, char **argv)
 	rc = make_trace(&o, &t);
 	if (rc != TFS_OK)
 		return 1;
-	rc = run(&o, &t);
+	rc = run(&o, &t, &r);
+	if (rc == TFS_OK && o.plot_path)
+		plot_rc = plot_write(&o, &t, &r);
 	trace_release(&t);
-	return rc == TFS_OK ? 0 : 1;
+	return rc == TFS_OK && plot_rc == 0 ? 0 : 1;
 }
