@@ -51,6 +51,8 @@ static const char usage_text[] =
 	"                           restarts (default: none, RAM tier only)\n"
 	"  --ssd-size SIZE          SSD tier capacity (default: bounded by --ssd-min-free only)\n"
 	"  --ssd-min-free PERCENT   keep this much of the cache disk free, 0-99 (5)\n"
+	"  --ram-policy POLICY      RAM tier eviction: lru, lfu or tinylfu (tinylfu)\n"
+	"  --ssd-policy POLICY      SSD tier eviction and admission: lru, lfu or tinylfu (tinylfu)\n"
 	"  --cache-wipe             wipe a --cache-dir made for another bucket, prefix,\n"
 	"                           endpoint, chunk size or format (default: refuse it)\n"
 	"  --kernel-readahead SIZE  the kernel's readahead window on this mount: auto = two\n"
@@ -86,7 +88,7 @@ static int fmt_tier(char *buf, size_t n, const char *name, const struct tier_sta
 			" %s.evictions=%llu %s.entries=%llu %s.bytes_used=%llu %s.capacity=%llu"
 			" %s.waits=%llu %s.overflow=%llu %s.fills_failed=%llu"
 			" %s.checksum_failures=%llu %s.io_errors=%llu %s.dropped=%llu"
-			" %s.bytes_served=%llu %s.degraded=%d",
+			" %s.bytes_served=%llu %s.rejected=%llu %s.degraded=%d",
 			name, (unsigned long long)t->hits, name, (unsigned long long)t->misses,
 			name, (unsigned long long)t->bytes_fetched, name,
 			(unsigned long long)t->insertions, name, (unsigned long long)t->evictions,
@@ -96,7 +98,8 @@ static int fmt_tier(char *buf, size_t n, const char *name, const struct tier_sta
 			name, (unsigned long long)t->fills_failed, name,
 			(unsigned long long)t->checksum_failures, name,
 			(unsigned long long)t->io_errors, name, (unsigned long long)t->dropped,
-			name, (unsigned long long)t->bytes_served, name, t->degraded ? 1 : 0);
+			name, (unsigned long long)t->bytes_served, name,
+			(unsigned long long)t->rejected, name, t->degraded ? 1 : 0);
 }
 
 static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, const char *when)
@@ -204,6 +207,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.owner = owner,
 		.capacity = cfg->ssd_size,
 		.min_free_pct = cfg->ssd_min_free,
+		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
 		.wipe = cfg->cache_wipe,
@@ -512,6 +516,7 @@ static int cmd_mount(int argc, char **argv)
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
 			.chunk_size = cfg.chunk_size,
 			.ram_bytes = cfg.ram_size,
+			.ram_policy = cfg.ram_policy,
 			.ssd = ssd,
 			.parallel_gets = cfg.parallel_gets ? cfg.parallel_gets : 1,
 			.uid = cfg.uid,

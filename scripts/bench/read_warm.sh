@@ -62,17 +62,6 @@ mount_tierfs() {
 	exit 1
 }
 unmount_tierfs() { build/tierfs unmount "$MNT"; wait "$pid"; pid=; }
-# stat NAME: the daemon's counter NAME from a fresh SIGUSR1 stats line.
-stat_of() {
-	local before
-	before=$(grep -c 'stats (SIGUSR1)' "$LOG" || true)
-	kill -USR1 "$pid"
-	for _ in $(seq 200); do
-		[ "$(grep -c 'stats (SIGUSR1)' "$LOG" || true)" -gt "$before" ] && break
-		sleep 0.05
-	done
-	grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
-}
 read_mount() { dd if="$MNT/obj" of=/dev/null bs=1M status=none; }
 read_tmpfs() { dd if="$TMPFS/obj" of=/dev/null bs=1M status=none; }
 read_chunk_files() { find "$CACHE/chunks" -type f -print0 | xargs -0 cat >/dev/null; }

@@ -24,3 +24,15 @@ secs_of() { local t0; t0=$(now); "$@"; awk -v a="$t0" -v b="$(now)" 'BEGIN { pri
 mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
 # median: of the numbers on stdin, one per line.
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# stat_of NAME: the daemon's counter NAME from a fresh SIGUSR1 stats line
+# (the daemon's PID in $pid, its log in $LOG).
+stat_of() {
+	local before
+	before=$(grep -c 'stats (SIGUSR1)' "$LOG" || true)
+	kill -USR1 "$pid"
+	for _ in $(seq 200); do
+		[ "$(grep -c 'stats (SIGUSR1)' "$LOG" || true)" -gt "$before" ] && break
+		sleep 0.05
+	done
+	grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
+}

@@ -12,7 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_kind { OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA };
+#include "evict/evict.h"
+
+enum opt_kind {
+	OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA, OPT_POLICY
+};
 
 struct opt_def {
 	const char *name;
@@ -39,6 +43,8 @@ static const struct opt_def opt_defs[] = {
 	{ "cache-dir", OPT_STR, OFF(cache_dir), 0 },
 	{ "ssd-size", OPT_BYTES, OFF(ssd_size), 0 },
 	{ "ssd-min-free", OPT_UINT, OFF(ssd_min_free), 99 },
+	{ "ram-policy", OPT_POLICY, OFF(ram_policy), 0 },
+	{ "ssd-policy", OPT_POLICY, OFF(ssd_policy), 0 },
 	{ "cache-wipe", OPT_BOOL, OFF(cache_wipe), 0 },
 	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 0 },
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
@@ -65,6 +71,8 @@ void config_init(struct tierfs_config *cfg)
 	cfg->chunk_size = 8u * 1024 * 1024;
 	cfg->ram_size = 256u * 1024 * 1024;
 	cfg->ssd_min_free = 5;
+	cfg->ram_policy = EVICT_TINYLFU;
+	cfg->ssd_policy = EVICT_TINYLFU;
 	cfg->kernel_readahead = UINT64_MAX;
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;
@@ -237,6 +245,17 @@ int config_set(struct tierfs_config *cfg, const char *key, const char *value,
 		snprintf(err, errlen, "bad value '%s' for '%s' (auto, 0, or a size up to 1G)",
 			 value ? value : "", key);
 		return -1;
+	case OPT_POLICY: {
+		int kind = value ? evict_kind_parse(value) : -1;
+
+		if (kind >= 0) {
+			*(int *)field = kind;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (lru, lfu or tinylfu)",
+			 value ? value : "", key);
+		return -1;
+	}
 	case OPT_BYTES:
 		if (config_parse_size(value, &size) == 0 && size >= (1u << 20)) {
 			*(uint64_t *)field = size;
@@ -407,6 +426,8 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "cache-dir = %s\n", cfg->cache_dir ? cfg->cache_dir : "");
 	fprintf(f, "ssd-size = %llu\n", (unsigned long long)cfg->ssd_size);
 	fprintf(f, "ssd-min-free = %u\n", cfg->ssd_min_free);
+	fprintf(f, "ram-policy = %s\nssd-policy = %s\n", evict_kind_name(cfg->ram_policy),
+		evict_kind_name(cfg->ssd_policy));
 	fprintf(f, "cache-wipe = %s\n", cfg->cache_wipe ? "true" : "false");
 	if (cfg->kernel_readahead == UINT64_MAX)
 		fprintf(f, "kernel-readahead = auto\n");

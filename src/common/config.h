@@ -37,6 +37,8 @@ struct tierfs_config {
 	char *cache_dir;           /* SSD tier directory; NULL = RAM tier only */
 	uint64_t ssd_size;         /* SSD tier capacity; 0 = bounded by ssd_min_free only */
 	unsigned ssd_min_free;     /* percent of the cache filesystem kept free */
+	int ram_policy;            /* enum evict_kind: the RAM tier's eviction policy */
+	int ssd_policy;            /* enum evict_kind: the SSD tier's */
 	bool cache_wipe;           /* wipe a cache of another bucket/format/chunk size */
 	bool direct_io;            /* file data bypasses the kernel page cache */
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */

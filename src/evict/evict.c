@@ -256,6 +256,12 @@ uint32_t evict_list_victim(const struct evict_policy *p, const struct evict_list
 	return EVICT_NIL;
 }
 
+void evict_policy_set_min_window(struct evict_policy *p, size_t n)
+{
+	if (p->kind == EVICT_TINYLFU)
+		evict_tinylfu_set_min_window(p, n);
+}
+
 bool evict_policy_check(const struct evict_policy *p)
 {
 	size_t indexed = 0, live = 0, free_count = 0;

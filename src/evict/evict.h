@@ -77,6 +77,14 @@ uint32_t evict_policy_stat_get(const struct evict_policy *p, uint64_t key);
 /* Restore a key's statistics (after insert, e.g. at start-up). */
 void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat);
 
+/* Keep at least n of the most recent keys out of eviction's first reach:
+ * W-TinyLFU's window never shrinks below n keys (capped at its 80%
+ * bound).  A tier whose chunks are read in several pieces (the RAM tier:
+ * every stream's current chunk) sets this to the number of chunks in use
+ * at once, so a chunk still being read is not the one that loses its
+ * duel.  LRU and LFU ignore it (LRU's recent keys are never its victims). */
+void evict_policy_set_min_window(struct evict_policy *p, size_t n);
+
 /* Debug builds: check the policy's internal invariants; true if sound. */
 bool evict_policy_check(const struct evict_policy *p);
 

@@ -88,13 +88,16 @@ struct evict_tinylfu {
 	struct sketch *sketch;
 	struct evict_list window, probation, protected_;
 	size_t window_cap, protected_cap;
-	size_t window_max;        /* window_cap adapts within [1, window_max] */
+	size_t window_min, window_max;   /* window_cap adapts within these */
 	/* Ghosts (tinylfu.c): fingerprints of keys the window rejected and of
 	 * keys main evicted, ghost_len slots each, direct-mapped. */
 	uint64_t *ghost_window, *ghost_main;
 	size_t ghost_len;
 	uint64_t expired;         /* window ghosts overwritten before they returned */
 };
+
+/* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU. */
+void evict_tinylfu_set_min_window(struct evict_policy *p, size_t n);
 
 struct evict_ops {
 	/* Allocate the policy's own state; false on out of memory. */

@@ -2,7 +2,7 @@
  *
  * Invariants: every resident node is on exactly one of the window,
  * probation or protected lists and tagged so; window.len <= window_cap
- * (1% of capacity at first, then adaptive within [1, 80%]);
+ * (1% of capacity at first, then adaptive within [window_min, 80%]);
  * protected.len <= protected_cap (80% of the rest); probation holds
  * whatever else is resident.
  *
@@ -84,6 +84,7 @@ static bool tlfu_init(struct evict_policy *p)
 	t->window_cap = p->capacity / 100 ? p->capacity / 100 : 1;
 	main_cap = p->capacity - t->window_cap;
 	t->protected_cap = main_cap * 4 / 5;
+	t->window_min = 1;
 	t->window_max = p->capacity * WINDOW_MAX_PCT / 100;
 	if (t->window_max < t->window_cap)
 		t->window_max = t->window_cap;
@@ -185,6 +186,15 @@ static void resize_window(struct evict_policy *p, size_t cap)
 		move_to(p, t->protected_.tail, EVICT_TAG_PROBATION);
 }
 
+void evict_tinylfu_set_min_window(struct evict_policy *p, size_t n)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+
+	t->window_min = n < 1 ? 1 : n > t->window_max ? t->window_max : n;
+	if (t->window_cap < t->window_min)
+		resize_window(p, t->window_min);
+}
+
 static void tlfu_access(struct evict_policy *p, uint64_t key, uint32_t n)
 {
 	struct evict_tinylfu *t = &p->u.tlfu;
@@ -194,9 +204,9 @@ static void tlfu_access(struct evict_policy *p, uint64_t key, uint32_t n)
 		if (ghost_take(t, t->ghost_window, key) && t->window_cap < t->window_max)
 			resize_window(p, t->window_cap + WINDOW_STEP < t->window_max ?
 					       t->window_cap + WINDOW_STEP : t->window_max);
-		else if (ghost_take(t, t->ghost_main, key) && t->window_cap > 1)
-			resize_window(p, t->window_cap > WINDOW_STEP ?
-					       t->window_cap - WINDOW_STEP : 1);
+		else if (ghost_take(t, t->ghost_main, key) && t->window_cap > t->window_min)
+			resize_window(p, t->window_cap > t->window_min + WINDOW_STEP ?
+					       t->window_cap - WINDOW_STEP : t->window_min);
 		return;
 	}
 	if (p->nodes[n].tag == EVICT_TAG_PROBATION)
@@ -226,7 +236,7 @@ static void tlfu_remove(struct evict_policy *p, uint32_t n)
 	if (p->size < p->capacity)
 		return;
 	if (ghost_add(t, window ? t->ghost_window : t->ghost_main, key) && window &&
-	    ++t->expired % EXPIRE_SHRINK_EVERY == 0 && t->window_cap > 1)
+	    ++t->expired % EXPIRE_SHRINK_EVERY == 0 && t->window_cap > t->window_min)
 		resize_window(p, t->window_cap - 1);
 }
 
@@ -316,7 +326,8 @@ static bool tlfu_check(const struct evict_policy *p)
 	const struct evict_tinylfu *t = &p->u.tlfu;
 
 	return t->window.len + t->probation.len + t->protected_.len == p->size &&
-	       t->window_cap >= 1 && t->window_cap <= t->window_max &&
+	       t->window_min >= 1 && t->window_cap >= t->window_min &&
+	       t->window_cap <= t->window_max &&
 	       t->window.len <= t->window_cap && t->protected_.len <= t->protected_cap &&
 	       evict_list_check(p, &t->window, EVICT_TAG_WINDOW) &&
 	       evict_list_check(p, &t->probation, EVICT_TAG_PROBATION) &&

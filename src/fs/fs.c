@@ -762,7 +762,8 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	fs->by_ino = calloc(fs->n_buckets, sizeof(*fs->by_ino));
 	fs->by_name = calloc(fs->n_buckets, sizeof(*fs->by_name));
 	fs->cache = chunk_cache_new(&(struct chunk_cache_config){
-		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd });
+		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd,
+		.ram_policy = (enum evict_kind)cfg->ram_policy });
 	root = calloc(1, sizeof(*root));
 	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->cache || !root)
 		goto fail;

@@ -26,6 +26,7 @@ struct fs_config {
 	unsigned metadata_ttl_ms;
 	uint64_t chunk_size;
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
+	int ram_policy;            /* enum evict_kind for the RAM tier */
 	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
 	uid_t uid;

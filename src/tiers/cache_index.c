@@ -4,7 +4,8 @@
  *  - no RocksDB pointer, error string or allocation leaves this file: every
  *    errptr is turned into a tfs_err here and freed, every value RocksDB
  *    hands back is copied into our own memory before it is returned;
- *  - a chunk record value is REC_SIZE bytes starting with REC_VERSION; a
+ *  - a chunk record value is REC_SIZE bytes starting with REC_VERSION (or
+ *    REC1_SIZE bytes of version 1, read with a zero policy statistic); a
  *    value of another size or version is never decoded (it is deleted by
  *    the scans and is a miss for get).
  */
@@ -27,11 +28,13 @@
  *   2  64   location bytes, zero padded
  *  66  u64  file bytes      74 u64 data length      82 u64 xxh3 of data
  *  90  u32  hits            94 u64 last access (s)
- * 102       end
+ * 102  u32  eviction policy statistics (version 2)
+ * 106       end
  * Fixed-size so that a record is rewritten in place-sized pieces and a
  * value of any other size is recognisably not ours. */
-#define REC_VERSION 1
-#define REC_SIZE 102
+#define REC_VERSION 2
+#define REC_SIZE 106
+#define REC1_SIZE 102             /* version 1: no policy statistics */
 
 /* Keys up to this size are built on the stack; longer ones (object keys
  * may be up to 1024 bytes in S3, more elsewhere) are malloc'd. */
@@ -198,13 +201,16 @@ static void rec_encode(const struct cache_index_rec *rec, unsigned char *v)
 	put_u64(v + 82, rec->xxh);
 	put_u32(v + 90, rec->hits);
 	put_u64(v + 94, rec->last_access);
+	put_u32(v + 102, rec->policy_stat);
 }
 
 static bool rec_decode(const char *val, size_t n, struct cache_index_rec *rec)
 {
 	const unsigned char *v = (const unsigned char *)val;
 
-	if (n != REC_SIZE || v[0] != REC_VERSION || v[1] > CACHE_INDEX_LOC_MAX || v[1] == 0)
+	if (!(n == REC_SIZE && v[0] == REC_VERSION) && !(n == REC1_SIZE && v[0] == 1))
+		return false;
+	if (v[1] > CACHE_INDEX_LOC_MAX || v[1] == 0)
 		return false;
 	memcpy(rec->loc, v + 2, v[1]);
 	rec->loc[v[1]] = '\0';
@@ -215,6 +221,7 @@ static bool rec_decode(const char *val, size_t n, struct cache_index_rec *rec)
 	rec->xxh = get_u64(v + 82);
 	rec->hits = get_u32(v + 90);
 	rec->last_access = get_u64(v + 94);
+	rec->policy_stat = n == REC_SIZE ? get_u32(v + 102) : 0;
 	return true;
 }
 

@@ -44,6 +44,7 @@ struct cache_index_rec {
 	uint64_t xxh;          /* XXH3_64 of the chunk bytes */
 	uint32_t hits;         /* reads served, saturating */
 	uint64_t last_access;  /* seconds since the epoch */
+	uint32_t policy_stat;  /* the SSD tier's eviction policy's statistics (opaque) */
 };
 
 /* Open (creating if missing) the index in cache_dir/index; cache_dir

@@ -38,7 +38,7 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 	cc = calloc(1, sizeof(*cc));
 	if (!cc)
 		return NULL;
-	cc->ram = ram_tier_new(cfg->ram_bytes, cfg->chunk_size);
+	cc->ram = ram_tier_new(cfg->ram_bytes, cfg->chunk_size, cfg->ram_policy);
 	if (!cc->ram) {
 		free(cc);
 		return NULL;

@@ -26,6 +26,7 @@ struct ssd_tier;
 
 struct chunk_cache_config {
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
+	enum evict_kind ram_policy;   /* 0 (LRU) when left out */
 	size_t chunk_size;
 	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
 };

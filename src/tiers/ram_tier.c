@@ -5,8 +5,10 @@
  *    of slots in it).  A hit holds one stripe for a probe and a refcount
  *    increment: readers of different chunks rarely meet, and there is no
  *    tier-wide lock on the hit path.
- *  - evict_lock: the free stack and the CLOCK hand (misses only).  Order:
- *    evict_lock, then a stripe; never a stripe then evict_lock.
+ *  - evict_lock: the free stack, the eviction policy and the fallback
+ *    hand (misses, and a hit that finds its stripe's access buffer full,
+ *    which only try-locks it).  Order: evict_lock, then a stripe; never a
+ *    stripe then evict_lock, except by trylock.
  *  - wait_lock + wait_cond: FILLING -> READY/FREE transitions, so a waiter
  *    cannot miss its wake-up (misses only).
  *
@@ -28,10 +30,22 @@
  *    32 readers of one cold chunk on a 4-slot tier must not fetch it 28
  *    times just because each held a slot for a moment.
  *
- * CLOCK: a hit sets the slot's `used` bit (a store, no list move); the
- * hand sweeps READY unreferenced slots, clearing set bits and taking the
- * first clear one.  A sweep stops after two turns (everything pinned):
- * then the miss overflows.
+ * Eviction: a policy from src/evict (the `ram-policy` option; W-TinyLFU by
+ * default) tracks the READY slots by chunk hash and picks victims, with
+ * referenced and filling slots pinned.  The policy is not thread-safe and
+ * a hit must not take a tier-wide lock, so a hit records its access in
+ * its stripe's small buffer (it holds that stripe's lock anyway), and the
+ * buffers are replayed into the policy under evict_lock by the next miss,
+ * or by a hit that finds its buffer full and wins a trylock (Caffeine's
+ * read buffers).  An access is a visit, not a read: a hit is recorded
+ * only when the slot's `used` bit was clear, and replaying clears it, so
+ * the eight 1 MiB reads of one 8 MiB chunk count once, and a sequential
+ * epoch gives every chunk the same count however it is sliced.  The
+ * policy's window is kept at least RAM_STREAMS chunks wide: a chunk a
+ * stream is still reading stays in it.  If the policy yields no victim
+ * (everything it examined pinned, or it lost track of a slot whose hash
+ * collided with another's), a sweep takes any READY unreferenced slot;
+ * when there is none the miss overflows.
  */
 #include "tiers/ram_tier.h"
 
@@ -45,9 +59,13 @@
 #include <sys/mman.h>
 
 #include "common/tfs_err.h"
+#include "evict/evict.h"
 
 #define RAM_STRIPES 64
 #define REF_ORPHAN (1u << 31)     /* failed fill: the last put frees the slot */
+#define RING_LEN 32               /* accesses a stripe buffers between replays */
+#define RAM_STREAMS 8             /* chunks read at once that the window keeps */
+#define VICTIM_TRIES 8            /* policy victims tried per miss */
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY };
 
@@ -55,7 +73,7 @@ struct chunk_ref {
 	struct ram_tier *tier;
 	atomic_int state;
 	atomic_uint refs;         /* count | REF_ORPHAN */
-	atomic_bool used;         /* CLOCK reference bit */
+	atomic_bool used;         /* a hit since the last replay of accesses */
 	bool overflow;
 	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
@@ -68,9 +86,18 @@ struct chunk_ref {
 	struct chunk_ref *fnext;  /* free stack, under evict_lock */
 };
 
+/* A hit's access, to be replayed into the policy: the slot, to clear its
+ * used bit if it still holds the chunk, and the chunk's hash. */
+struct access_rec {
+	struct chunk_ref *slot;
+	uint64_t hash;
+};
+
 struct stripe {
 	pthread_mutex_t lock;
-} __attribute__((aligned(64)));   /* one cache line each: no false sharing */
+	unsigned ring_n;                    /* under lock */
+	struct access_rec ring[RING_LEN];
+} __attribute__((aligned(64)));   /* its own cache lines: no false sharing */
 
 struct ram_tier {
 	size_t chunk_size;
@@ -82,11 +109,12 @@ struct ram_tier {
 	pthread_mutex_t evict_lock;
 	struct chunk_ref *free_top;
 	size_t hand;
+	struct evict_policy *policy;   /* under evict_lock */
 	atomic_uint reserving;     /* slots taken by misses, not yet hashed or given back */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
-	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
+	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used, rejected;
 };
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
@@ -132,7 +160,7 @@ static pthread_mutex_t *stripe_of(struct ram_tier *t, uint64_t h)
 	return &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES].lock;
 }
 
-struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
+struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum evict_kind policy)
 {
 	struct ram_tier *t;
 	size_t n;
@@ -151,7 +179,11 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size)
 		t->n_buckets <<= 1;
 	t->slots = calloc(n, sizeof(*t->slots));
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
-	if (!t->slots || !t->buckets) {
+	t->policy = evict_policy_new(policy, n);
+	if (t->policy)
+		evict_policy_set_min_window(t->policy, RAM_STREAMS);
+	if (!t->slots || !t->buckets || !t->policy) {
+		evict_policy_free(t->policy);
 		free(t->slots);
 		free(t->buckets);
 		free(t);
@@ -185,6 +217,7 @@ void ram_tier_free(struct ram_tier *t)
 	pthread_mutex_destroy(&t->evict_lock);
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->wait_cond);
+	evict_policy_free(t->policy);
 	free(t->slots);
 	free(t->buckets);
 	free(t);
@@ -238,37 +271,145 @@ static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s)
 	return ok;
 }
 
-/* A free slot, else a CLOCK victim (evicted), else NULL when every slot
- * is pinned or filling.  At most two turns of the hand. */
-static struct chunk_ref *slot_take(struct ram_tier *t)
+/* Replay the stripes' buffered hits into the policy.  evict_lock held. */
+static void accesses_replay(struct ram_tier *t)
 {
-	struct chunk_ref *s = NULL;
+	struct access_rec recs[RING_LEN];
 
-	pthread_mutex_lock(&t->evict_lock);
-	if (t->free_top) {
-		s = t->free_top;
-		t->free_top = s->fnext;
-		s->fnext = NULL;
-		atomic_fetch_add(&t->reserving, 1);
-		goto out;
+	for (size_t i = 0; i < RAM_STRIPES; i++) {
+		struct stripe *st = &t->stripes[i];
+		unsigned n;
+
+		pthread_mutex_lock(&st->lock);
+		n = st->ring_n;
+		memcpy(recs, st->ring, n * sizeof(recs[0]));
+		st->ring_n = 0;
+		pthread_mutex_unlock(&st->lock);
+		for (unsigned j = 0; j < n; j++) {
+			/* if the slot was reused meanwhile, its new chunk's next
+			 * hit counts once more: harmless, and no racy read */
+			atomic_store_explicit(&recs[j].slot->used, false, memory_order_relaxed);
+			evict_policy_access(t->policy, recs[j].hash);
+		}
 	}
-	for (size_t step = 0; step < 2 * t->n_slots; step++) {
+}
+
+/* The READY slot holding hash h, or NULL (stripe lock taken here). */
+static struct chunk_ref *slot_of_hash(struct ram_tier *t, uint64_t h)
+{
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s;
+
+	pthread_mutex_lock(sl);
+	for (s = t->buckets[h & (t->n_buckets - 1)]; s; s = s->hnext)
+		if (s->hash == h && atomic_load(&s->state) == SLOT_READY)
+			break;
+	pthread_mutex_unlock(sl);
+	return s;
+}
+
+/* The policy's pinned test: a slot being filled or replied from. */
+static bool slot_pinned(void *ctx, uint64_t h)
+{
+	struct chunk_ref *s = slot_of_hash(ctx, h);
+
+	return s && atomic_load(&s->refs) != 0;
+}
+
+/* The policy's victim for a miss on chunk hash h, evicted: a private FREE
+ * slot; NULL when the policy has none to give or keeps the victim (then
+ * *rejected is set).  evict_lock held. */
+static struct chunk_ref *policy_evict(struct ram_tier *t, uint64_t h, bool *rejected)
+{
+	for (int i = 0; i < VICTIM_TRIES; i++) {
+		struct chunk_ref *s;
+		uint64_t v;
+
+		if (!evict_policy_victim(t->policy, slot_pinned, t, &v))
+			return NULL;
+		if (!evict_policy_admit(t->policy, h, v)) {
+			*rejected = true;
+			return NULL;
+		}
+		s = slot_of_hash(t, v);
+		if (!s) {               /* lost track (a hash collision): forget it */
+			evict_policy_remove(t->policy, v);
+			continue;
+		}
+		if (slot_try_evict(t, s)) {
+			evict_policy_remove(t->policy, v);
+			return s;
+		}
+		/* referenced since the pinned test: ask again */
+	}
+	return NULL;
+}
+
+/* Any READY unreferenced slot, evicted; NULL when every slot is pinned or
+ * filling.  One turn of the hand.  evict_lock held. */
+static struct chunk_ref *sweep_evict(struct ram_tier *t)
+{
+	for (size_t step = 0; step < t->n_slots; step++) {
 		struct chunk_ref *c = &t->slots[t->hand];
 
 		t->hand = (t->hand + 1) % t->n_slots;
 		if (atomic_load(&c->state) != SLOT_READY || atomic_load(&c->refs) != 0)
 			continue;
-		if (atomic_exchange(&c->used, false))
-			continue;           /* second chance */
 		if (slot_try_evict(t, c)) {
-			s = c;
-			atomic_fetch_add(&t->reserving, 1);
-			break;
+			evict_policy_remove(t->policy, c->hash);
+			return c;
 		}
 	}
-out:
+	return NULL;
+}
+
+/* A slot for a miss on chunk hash h: a free one, else the policy's victim
+ * (evicted), else any evictable slot.  NULL when every slot is pinned or
+ * filling, or when the policy would not let h displace its victim. */
+static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h)
+{
+	struct chunk_ref *s = NULL;
+	bool rejected = false;
+
+	pthread_mutex_lock(&t->evict_lock);
+	accesses_replay(t);
+	evict_policy_access(t->policy, h);
+	if (t->free_top) {
+		s = t->free_top;
+		t->free_top = s->fnext;
+		s->fnext = NULL;
+	} else {
+		s = policy_evict(t, h, &rejected);
+		if (!s && !rejected)
+			s = sweep_evict(t);
+	}
+	if (s)
+		atomic_fetch_add(&t->reserving, 1);
+	else if (rejected)
+		atomic_fetch_add(&t->rejected, 1);
 	pthread_mutex_unlock(&t->evict_lock);
 	return s;
+}
+
+/* A filled slot joins the policy's resident set. */
+static void policy_insert(struct ram_tier *t, uint64_t h)
+{
+	pthread_mutex_lock(&t->evict_lock);
+	evict_policy_insert(t->policy, h);
+	pthread_mutex_unlock(&t->evict_lock);
+}
+
+/* Buffer a hit's access (stripe lock held).  true when the buffer is now
+ * full and should be replayed. */
+static bool access_record(struct ram_tier *t, struct chunk_ref *s, uint64_t h)
+{
+	struct stripe *st = &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES];
+
+	if (atomic_exchange_explicit(&s->used, true, memory_order_relaxed))
+		return false;           /* this visit is already counted */
+	if (st->ring_n < RING_LEN)
+		st->ring[st->ring_n++] = (struct access_rec){ s, h };
+	return st->ring_n == RING_LEN;
 }
 
 static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *id, size_t chunk_size)
@@ -343,8 +484,15 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		pthread_mutex_lock(sl);
 		s = hash_find(t, h, id);
 		if (s) {
+			bool replay;
+
 			atomic_fetch_add(&s->refs, 1);
+			replay = access_record(t, s, h);
 			pthread_mutex_unlock(sl);
+			if (replay && pthread_mutex_trylock(&t->evict_lock) == 0) {
+				accesses_replay(t);
+				pthread_mutex_unlock(&t->evict_lock);
+			}
 			if (fresh) {      /* lost a race to insert it: give ours back */
 				free_push(t, fresh);
 				atomic_fetch_sub(&t->reserving, 1);
@@ -357,7 +505,6 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 					return rc;
 				}
 			}
-			atomic_store_explicit(&s->used, true, memory_order_relaxed);
 			atomic_fetch_add_explicit(&t->hits, 1, memory_order_relaxed);
 			*out = s;
 			return TFS_OK;
@@ -365,7 +512,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
-		fresh = slot_take(t);
+		fresh = slot_take(t, h);
 		if (!fresh && atomic_load(&t->reserving) > 0 && full_retries++ < 1000) {
 			/* every slot is pinned, but some only by misses between
 			 * taking a slot and hashing it, perhaps for this very
@@ -397,6 +544,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	rc = fill(ctx, id, fresh->buf, t->chunk_size, &fresh->len);
 
 	if (rc == TFS_OK) {
+		policy_insert(t, h);
 		atomic_fetch_add(&t->insertions, 1);
 		atomic_fetch_add(&t->entries, 1);
 		atomic_fetch_add(&t->bytes_used, fresh->len);
@@ -452,7 +600,7 @@ void chunk_ref_put(struct chunk_ref *r)
 		free(r);
 		return;
 	}
-	/* a READY slot stays hashed for the CLOCK to find; only a failed
+	/* a READY slot stays hashed for the policy to evict; only a failed
 	 * fill's slot, unhashed while referenced, is freed by its last put */
 	if (old == (REF_ORPHAN | 1)) {
 		atomic_store(&r->refs, 0);
@@ -469,6 +617,7 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->evictions = atomic_load(&t->evictions);
 	out->overflow = atomic_load(&t->overflow);
 	out->fills_failed = atomic_load(&t->fills_failed);
+	out->rejected = atomic_load(&t->rejected);
 	out->insertions = atomic_load(&t->insertions);
 	out->bytes_fetched = atomic_load(&t->bytes_fetched);
 	out->entries = atomic_load(&t->entries);

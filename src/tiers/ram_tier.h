@@ -11,9 +11,9 @@
  * exceeds the bound only by chunks in flight: one per reading thread, plus
  * those a caller keeps referenced (the SSD tier's write queue, bounded by
  * its queue_max).
- * Victims are chosen by CLOCK (second chance): an approximation of least
- * recently used that needs no list update on a hit (the access-frequency
- * policy of issue 4 replaces this choice).
+ * Victims are chosen by an eviction policy from src/evict (LRU, LFU or
+ * W-TinyLFU); a hit's access reaches it through a per-stripe buffer, so
+ * the hit path takes no tier-wide lock.
  * Thread-safe.
  */
 #ifndef TIERFS_RAM_TIER_H
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evict/evict.h"
 #include "tiers/chunk_id.h"
 #include "tiers/tier_stats.h"
 
@@ -33,8 +34,9 @@ struct chunk_ref;
 typedef int (*ram_tier_fill_fn)(void *ctx, const struct chunk_id *id, void *buf,
 				size_t cap, size_t *len);
 
-/* capacity_bytes >= chunk_size.  NULL on out of memory. */
-struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size);
+/* capacity_bytes >= chunk_size; policy chooses victims.  NULL on out of
+ * memory. */
+struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum evict_kind policy);
 void ram_tier_free(struct ram_tier *t);   /* every ref must be put first */
 
 /* Get a reference to chunk id, filling it through fill(ctx, ...) on a miss.

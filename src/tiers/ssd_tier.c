@@ -62,7 +62,7 @@ static const char HDR_MAGIC[8] = { 't', 'f', 's', 'c', 'h', 'u', 'n', 'k' };
 #define META_MAX (64u << 20)       /* the contract's bound on a blob */
 #define DROP_QUEUE_MAX 64          /* drop-version jobs waiting (then skipped) */
 #define EVICT_PASS_MAX 1024        /* victims one write may evict before giving up */
-#define VICTIM_SAMPLE 64           /* entries looked at per victim choice */
+#define POLICY_KEYS_MIN 16         /* the eviction policy's smallest key capacity */
 #define BACKOFF_MS 1000            /* stores refused this long after a write error */
 #define BATCH_MAX 4096             /* index operations per RocksDB batch */
 #define BUCKETS_MIN 1024u
@@ -84,6 +84,7 @@ struct ssd_entry {
 	uint64_t last_access;        /* seconds since the epoch (persisted) */
 	uint64_t seq;                /* access order within this run (ties in a second) */
 	uint32_t hits;
+	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
 	bool touched;                /* access stats changed since loaded */
 	enum entry_state state;
 	const char *etag;            /* into key[] */
@@ -111,7 +112,9 @@ struct ssd_tier {
 	size_t n_buckets;            /* power of two */
 	size_t n_table;              /* entries in the table, PENDING included */
 	uint64_t entries, bytes_used;
-	uint64_t tick, next_gen, rng;
+	uint64_t tick, next_gen;
+	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
+	enum evict_kind policy_kind;
 	struct job *q_head, *q_tail;
 	unsigned q_stores, q_drops;
 	uint64_t seq_queued, seq_done;
@@ -132,7 +135,7 @@ struct ssd_tier {
 	unsigned char *wbuf;         /* writer-only header buffer */
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
-	_Atomic uint64_t checksum_failures, io_errors, dropped;
+	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
 };
@@ -322,6 +325,8 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 	if (e->state == ENTRY_STORED) {
 		t->entries++;
 		t->bytes_used += e->file_bytes;
+		if (t->policy)
+			evict_policy_insert(t->policy, e->lo);
 	}
 	table_grow(t);
 }
@@ -341,6 +346,8 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 		assert(t->entries > 0 && t->bytes_used >= e->file_bytes);
 		t->entries--;
 		t->bytes_used -= e->file_bytes;
+		if (t->policy)
+			evict_policy_remove(t->policy, e->lo);
 	}
 }
 
@@ -363,40 +370,32 @@ static bool table_check(struct ssd_tier *t)
 	return n == t->n_table && stored == t->entries && bytes == t->bytes_used;
 }
 
-/* Is a older (less recently used) than b? */
-static bool entry_older(const struct ssd_entry *a, const struct ssd_entry *b)
+/* The STORED entry whose policy key is lo, or NULL: one bucket's walk. */
+static struct ssd_entry *entry_of_key(struct ssd_tier *t, uint64_t lo)
 {
-	if (a->last_access != b->last_access)
-		return a->last_access < b->last_access;
-	return a->seq < b->seq;
+	for (struct ssd_entry *e = t->buckets[lo & (t->n_buckets - 1)]; e; e = e->hnext)
+		if (e->lo == lo && e->state == ENTRY_STORED)
+			return e;
+	return NULL;
 }
 
-/* The eviction policy, all of it (lock held): the least recently used of
- * up to VICTIM_SAMPLE STORED entries, walking the buckets from a random
- * one.  A table that small is searched whole, so the choice is exact LRU;
- * a larger one gets Redis-style approximate LRU at a bounded cost per
- * victim, with no list to maintain on the read path.  An access-frequency
- * policy (src/evict/) replaces this function and nothing else. */
+/* The eviction policy's victim (lock held), or NULL when it has none.
+ * The policy (src/evict, the `ssd-policy` option) sees every read that
+ * reached this tier, hit or miss, and each STORED entry by the half of
+ * its 128-bit hash that picks its bucket.  A key it holds with no entry behind it (two
+ * chunks whose halves collided, one of them gone) is forgotten. */
 static struct ssd_entry *victim_choose(struct ssd_tier *t)
 {
-	struct ssd_entry *best = NULL;
-	size_t seen = 0, mask = t->n_buckets - 1;
-	size_t start;
+	uint64_t v;
 
-	t->rng ^= t->rng << 13;   /* xorshift64: cheap, and only the writer calls */
-	t->rng ^= t->rng >> 7;
-	t->rng ^= t->rng << 17;
-	start = (size_t)t->rng & mask;
-	for (size_t i = 0; i < t->n_buckets && seen < VICTIM_SAMPLE; i++) {
-		for (struct ssd_entry *e = t->buckets[(start + i) & mask]; e; e = e->hnext) {
-			if (e->state != ENTRY_STORED)
-				continue;
-			seen++;
-			if (!best || entry_older(e, best))
-				best = e;
-		}
+	while (evict_policy_victim(t->policy, NULL, NULL, &v)) {
+		struct ssd_entry *e = entry_of_key(t, v);
+
+		if (e)
+			return e;
+		evict_policy_remove(t->policy, v);
 	}
-	return best;
+	return NULL;
 }
 
 /* ---- chunk files ---- */
@@ -631,14 +630,19 @@ static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
 	}
 }
 
-/* Make room for need more bytes: evict least recently used chunks until
- * bytes_used + need <= capacity (when bounded) and the filesystem keeps
- * min_free_pct free after the write (when that is not 0).  false when it
- * cannot be done: nothing evictable left, more than EVICT_PASS_MAX victims
- * needed, or the free-space bound out of reach even with all our chunks
- * gone (then nothing is evicted: another user's data fills the disk, and
+/* Make room for need more bytes (and, when need > 0, one more entry):
+ * evict the policy's victims until bytes_used + need <= capacity (when
+ * bounded), the filesystem keeps min_free_pct free after the write (when
+ * that is not 0) and the policy has room for a key.  When candidate is
+ * not NULL and something must go, the policy first decides whether that
+ * chunk may displace its victim at all: if not, nothing is evicted,
+ * *rejected is set and false returned.  false also when it cannot be
+ * done: nothing evictable left, more than EVICT_PASS_MAX victims needed,
+ * or the free-space bound out of reach even with all our chunks gone
+ * (then nothing is evicted: another user's data fills the disk, and
  * emptying the cache would not help).  Writer thread, or open. */
-static bool make_room(struct ssd_tier *t, uint64_t need)
+static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candidate,
+		      bool *rejected)
 {
 	bool check_fs = t->min_free_pct > 0;
 	uint64_t avail = 0, reserve = 0, used;
@@ -664,13 +668,20 @@ static bool make_room(struct ssd_tier *t, uint64_t need)
 
 		pthread_mutex_lock(&t->lock);
 		if ((!t->capacity || t->bytes_used + need <= t->capacity) &&
-		    (!check_fs || avail >= reserve + need)) {
+		    (!check_fs || avail >= reserve + need) &&
+		    (need == 0 ||
+		     evict_policy_size(t->policy) < evict_policy_capacity(t->policy))) {
 			pthread_mutex_unlock(&t->lock);
 			return true;
 		}
 		v = n < EVICT_PASS_MAX ? victim_choose(t) : NULL;
 		if (!v) {
 			pthread_mutex_unlock(&t->lock);
+			return false;
+		}
+		if (n == 0 && candidate && !evict_policy_admit(t->policy, *candidate, v->lo)) {
+			pthread_mutex_unlock(&t->lock);
+			*rejected = true;
 			return false;
 		}
 		table_remove(t, v);
@@ -698,7 +709,8 @@ static bool in_backoff(struct ssd_tier *t)
 
 /* The index record of entry e; its file name into name (NAME_BUF bytes)
  * when name is not NULL. */
-static void entry_record(const struct ssd_entry *e, struct cache_index_rec *rec, char *name)
+static void entry_record(const struct ssd_tier *t, const struct ssd_entry *e,
+			 struct cache_index_rec *rec, char *name)
 {
 	char buf[NAME_BUF];
 
@@ -712,6 +724,8 @@ static void entry_record(const struct ssd_entry *e, struct cache_index_rec *rec,
 	rec->xxh = e->xxh;
 	rec->hits = e->hits;
 	rec->last_access = e->last_access;
+	rec->policy_stat = e->state == ENTRY_STORED && t->policy ?
+				   evict_policy_stat_get(t->policy, e->lo) : e->policy_stat;
 }
 
 static void job_store(struct ssd_tier *t, struct job *j)
@@ -720,13 +734,14 @@ static void job_store(struct ssd_tier *t, struct job *j)
 	struct chunk_id id = entry_id(e);
 	struct cache_index_rec rec;
 	char name[NAME_BUF];
+	bool rejected = false;
 	int err, rc;
 
 	if (in_backoff(t))
 		goto drop;
 	e->data_len = j->len;
 	e->file_bytes = file_bytes_of(j->len);
-	if (!make_room(t, e->file_bytes))
+	if (!make_room(t, e->file_bytes, &e->lo, &rejected))
 		goto drop;
 	e->xxh = XXH3_64bits(j->data, j->len);
 	err = chunk_file_write(t, e, j->data, j->len);
@@ -734,7 +749,7 @@ static void job_store(struct ssd_tier *t, struct job *j)
 		degrade(t, "chunk write", err);
 		goto fail;
 	}
-	entry_record(e, &rec, name);
+	entry_record(t, e, &rec, name);
 	rec.last_access = now_seconds();   /* e is updated under the lock below */
 	rc = cache_index_chunk_put(t->ix, &id, &rec);
 	if (rc != TFS_OK) {
@@ -759,7 +774,8 @@ static void job_store(struct ssd_tier *t, struct job *j)
 fail:
 	STAT_ADD(t, io_errors, 1);
 drop:
-	STAT_ADD(t, dropped, 1);
+	STAT_ADD(t, dropped, !rejected);
+	STAT_ADD(t, rejected, rejected);
 	pthread_mutex_lock(&t->lock);
 	table_remove(t, e);
 	pthread_mutex_unlock(&t->lock);
@@ -1218,6 +1234,7 @@ static int reconcile_record(void *ctx, const struct chunk_id *id, const struct c
 	e->xxh = rec->xxh;
 	e->hits = rec->hits;
 	e->last_access = rec->last_access;
+	e->policy_stat = rec->policy_stat;
 	table_insert(t, e);
 	return 0;
 }
@@ -1271,7 +1288,7 @@ static void reconcile_adopt(struct ssd_tier *t, struct reconcile *r, const struc
 	e->file_bytes = file_bytes_of(h.data_len);
 	e->xxh = h.xxh;
 	e->last_access = (uint64_t)st.st_mtime;
-	entry_record(e, &rec, NULL);
+	entry_record(t, e, &rec, NULL);
 	cache_index_batch_chunk_put(r->b, &id, &rec);
 	batch_maybe_commit(t, r->b);
 	table_insert(t, e);
@@ -1282,6 +1299,33 @@ out:
 	free(key);
 	if (!ok && unlinkat(t->chunks_fd, name, 0) == 0)
 		r->bad++;
+}
+
+/* Build the eviction policy over the loaded entries, restoring each one's
+ * statistics.  Its key capacity is the number of full chunks the byte
+ * bound holds (the whole filesystem's worth when only min_free_pct
+ * bounds the tier), and never less than what is loaded. */
+static int policy_load(struct ssd_tier *t)
+{
+	uint64_t bytes = t->capacity, keys;
+	struct statvfs sv;
+
+	if (!bytes && fstatvfs(t->dir_fd, &sv) == 0)
+		bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+	keys = bytes / file_bytes_of(t->chunk_size);
+	if (keys < POLICY_KEYS_MIN)
+		keys = POLICY_KEYS_MIN;
+	if (keys < t->entries)
+		keys = t->entries;
+	t->policy = evict_policy_new(t->policy_kind, (size_t)keys);
+	if (!t->policy)
+		return TFS_E_NOMEM;
+	for (size_t i = 0; i < t->n_buckets; i++)
+		for (struct ssd_entry *e = t->buckets[i]; e; e = e->hnext) {
+			evict_policy_insert(t->policy, e->lo);
+			evict_policy_stat_set(t->policy, e->lo, e->policy_stat);
+		}
+	return TFS_OK;
 }
 
 static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
@@ -1315,7 +1359,10 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 	if (rc != TFS_OK)
 		goto out;
 	ev0 = atomic_load(&t->evictions);
-	(void)make_room(t, 0);
+	rc = policy_load(t);
+	if (rc != TFS_OK)
+		goto out;
+	(void)make_room(t, 0, NULL, NULL);
 	assert(table_check(t));   /* the bounds may have shrunk since last time */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %ld ms: %zu records, %zu dropped (no file), %zu files adopted, %zu bad and %zu temporary files deleted, %" PRIu64 " evicted to fit the bounds",
@@ -1348,6 +1395,7 @@ static void tier_free(struct ssd_tier *t)
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->work_cond);
 	pthread_cond_destroy(&t->done_cond);
+	evict_policy_free(t->policy);
 	free(t->buckets);
 	free(t->wbuf);
 	free(t->dir);
@@ -1380,9 +1428,9 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->chunk_size = cfg->chunk_size;
 	t->capacity = cfg->capacity;
 	t->min_free_pct = cfg->min_free_pct;
+	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
 	t->owner_hash = XXH3_64bits(cfg->owner, strlen(cfg->owner));
-	t->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)t;
 	t->n_buckets = BUCKETS_MIN;
 	t->dir = strdup(cfg->dir);
 	/* "link/" would make lstat follow a symlink: drop trailing slashes. */
@@ -1443,9 +1491,11 @@ static void stats_persist(struct ssd_tier *t)
 			struct chunk_id id = entry_id(e);
 			char name[NAME_BUF];
 
-			if (e->state != ENTRY_STORED || !e->touched)
+			if (e->state != ENTRY_STORED)
 				continue;
-			entry_record(e, &rec, name);
+			entry_record(t, e, &rec, name);
+			if (!e->touched && rec.policy_stat == e->policy_stat)
+				continue;
 			cache_index_batch_chunk_put(b, &id, &rec);
 			n++;
 			batch_maybe_commit(t, b);
@@ -1503,6 +1553,7 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 		goto miss;
 	id_hash(id, &hi, &lo);
 	pthread_mutex_lock(&t->lock);
+	evict_policy_access(t->policy, lo);
 	e = table_find(t, id, hi, lo);
 	if (!e || e->state != ENTRY_STORED || e->data_len > cap) {
 		pthread_mutex_unlock(&t->lock);

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evict/evict.h"
 #include "tiers/chunk_id.h"
 #include "tiers/tier_stats.h"
 
@@ -45,6 +46,7 @@ struct ssd_tier_config {
 				    * "https://host:port bucket prefix/" */
 	uint64_t capacity;         /* bytes of chunk files; 0 = no bound but min_free_pct */
 	unsigned min_free_pct;     /* keep this much of the filesystem free (0..99) */
+	enum evict_kind policy;    /* eviction and admission (0 = LRU when left out) */
 	size_t chunk_size;         /* the mount's chunk size; part of the cache's identity */
 	unsigned queue_max;        /* chunks waiting for the writer (>= 1) */
 	bool wipe;                 /* a cache of another owner/format/chunk size:

@@ -20,6 +20,7 @@ struct tier_stats {
 	uint64_t waits;              /* readers that waited on another's fill */
 	uint64_t overflow;           /* chunks served from a private buffer */
 	uint64_t fills_failed;       /* misses whose fill from below failed */
+	uint64_t rejected;           /* candidates the eviction policy did not admit */
 	bool degraded;               /* the media failed lately; reads fall through */
 };
 

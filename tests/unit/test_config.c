@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "evict/evict.h"
 
 static char err[512];
 
@@ -162,5 +163,27 @@ Test(config, kernel_readahead_values)
 	cr_assert_eq(c.kernel_readahead, UINT64_MAX);
 	cr_assert_neq(config_set(&c, "kernel-readahead", "2G", err, sizeof(err)), 0);
 	cr_assert_neq(config_set(&c, "kernel-readahead", "lots", err, sizeof(err)), 0);
+	config_release(&c);
+}
+
+Test(config, eviction_policies_per_tier)
+{
+	struct tierfs_config c;
+	char *p;
+
+	config_init(&c);
+	cr_assert_eq(c.ram_policy, EVICT_TINYLFU);
+	cr_assert_eq(c.ssd_policy, EVICT_TINYLFU);
+	cr_assert_eq(config_set(&c, "ram-policy", "lru", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.ram_policy, EVICT_LRU);
+	cr_assert_eq(c.ssd_policy, EVICT_TINYLFU);
+	p = write_tmp("ssd-policy = lfu\n");
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.ssd_policy, EVICT_LFU);
+	unlink(p);
+	cr_assert_neq(config_set(&c, "ssd-policy", "arc", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "lru, lfu or tinylfu"), "%s", err);
+	cr_assert_neq(config_set(&c, "ram-policy", "", err, sizeof(err)), 0);
+	cr_assert_eq(c.ssd_policy, EVICT_LFU, "a bad value keeps the previous one");
 	config_release(&c);
 }

@@ -606,3 +606,24 @@ Test(tinylfu, window_is_bounded)
 	cr_assert(evict_policy_check(p));
 	evict_policy_free(p);
 }
+
+/* A tier that reads chunks in pieces keeps its window at least that wide,
+ * whatever the ghosts say. */
+Test(tinylfu, min_window_is_a_floor)
+{
+	enum { CAP = 1000 };
+	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, CAP);
+
+	evict_policy_set_min_window(p, 20);
+	cr_assert_geq(p->u.tlfu.window_cap, 20);
+	for (int epoch = 0; epoch < 6; epoch++)
+		for (uint64_t k = 0; k < 2 * CAP; k++) {
+			cache_get(p, k, NULL);
+			cr_assert_geq(p->u.tlfu.window_cap, 20);
+		}
+	cr_assert(evict_policy_check(p));
+	evict_policy_set_min_window(p, 10 * CAP);      /* capped at the 80% bound */
+	cr_assert_eq(p->u.tlfu.window_cap, p->u.tlfu.window_max);
+	cr_assert(evict_policy_check(p));
+	evict_policy_free(p);
+}

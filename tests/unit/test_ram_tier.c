@@ -32,7 +32,7 @@ static int fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, siz
 
 Test(ram_tier, hit_after_miss_and_etag_separates_versions)
 {
-	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
 	struct counter c = { 0 };
 	struct chunk_ref *r;
 	struct chunk_id a = { "obj", "\"v1\"", 3 }, b = { "obj", "\"v2\"", 3 };
@@ -57,7 +57,7 @@ Test(ram_tier, hit_after_miss_and_etag_separates_versions)
 
 Test(ram_tier, capacity_bound_and_lru_victim)
 {
-	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_LRU);
 	struct counter c = { 0 };
 	struct chunk_ref *r;
 	struct tier_stats st;
@@ -86,7 +86,7 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 
 Test(ram_tier, referenced_chunks_are_never_reused)
 {
-	struct ram_tier *t = ram_tier_new(1 * CS, CS);
+	struct ram_tier *t = ram_tier_new(1 * CS, CS, EVICT_TINYLFU);
 	struct counter c = { 0 };
 	struct chunk_ref *held, *other;
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
@@ -106,7 +106,7 @@ Test(ram_tier, referenced_chunks_are_never_reused)
 
 Test(ram_tier, failed_fill_caches_nothing)
 {
-	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_TINYLFU);
 	struct counter c = { .fail_rc = TFS_E_IO };
 	struct chunk_ref *r;
 	struct chunk_id a = { "k", "e", 0 };
@@ -143,7 +143,7 @@ static void *race(void *arg)
 
 Test(ram_tier, concurrent_misses_fill_once)
 {
-	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
 	struct counter c = { .delay = 50000 };
 	pthread_t th[32];
 	struct racer rs[32];
@@ -163,7 +163,7 @@ Test(ram_tier, concurrent_misses_fill_once)
 
 Test(ram_tier, concurrent_failure_is_shared_not_retried_forever)
 {
-	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
 	struct counter c = { .delay = 50000, .fail_rc = TFS_E_STALE };
 	pthread_t th[8];
 	struct racer rs[8];
@@ -182,9 +182,10 @@ Test(ram_tier, concurrent_failure_is_shared_not_retried_forever)
 
 /* A hit sets the CLOCK bit: a chunk read again survives a miss that
  * evicts, one read once does not. */
-Test(ram_tier, clock_gives_reread_chunks_a_second_chance)
+/* A hit reaches the policy through the stripe buffers. */
+Test(ram_tier, lru_gives_reread_chunks_a_second_chance)
 {
-	struct ram_tier *t = ram_tier_new(2 * CS, CS);
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_LRU);
 	struct counter c = { 0 };
 	struct chunk_ref *r;
 	struct chunk_id id0 = { "k", "e", 0 }, id1 = { "k", "e", 1 }, id2 = { "k", "e", 2 };
@@ -209,7 +210,7 @@ Test(ram_tier, clock_gives_reread_chunks_a_second_chance)
 
 Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
 {
-	struct ram_tier *t = ram_tier_new(CS, CS);
+	struct ram_tier *t = ram_tier_new(CS, CS, EVICT_TINYLFU);
 	struct counter c = { 0 };
 	struct chunk_ref *r, *d, *o;
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
@@ -286,7 +287,7 @@ static void *stress_run(void *arg)
 
 Test(ram_tier, stress_readers_always_see_their_own_chunk)
 {
-	struct ram_tier *t = ram_tier_new(4 * CS, CS);
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
 	atomic_int fills = 0, bad = 0;
 	struct stress ss[8];
 	pthread_t th[8];
@@ -305,5 +306,73 @@ Test(ram_tier, stress_readers_always_see_their_own_chunk)
 	cr_assert_leq(st.hits + st.misses, 8 * 50000);
 	cr_assert_geq(st.hits + st.misses, 8 * 50000 - st.waits);
 	cr_assert_eq(st.misses, (uint64_t)atomic_load(&fills));
+	ram_tier_free(t);
+}
+
+static int get_put(struct ram_tier *t, uint64_t i, struct counter *c)
+{
+	struct chunk_id id = { "k", "e", i };
+	struct chunk_ref *r;
+	int rc = ram_tier_get(t, &id, fill, c, &r);
+
+	chunk_ref_put(r);
+	return rc;
+}
+
+/* The access-frequency policy in the tier: a hot set re-read through hits
+ * (replayed from the stripe buffers) survives a scan ten times the tier;
+ * LRU, the same code with another policy, loses all of it. */
+Test(ram_tier, tinylfu_keeps_a_hot_set_through_a_scan)
+{
+	enum { SLOTS = 64, HOT = 32 };
+	const enum evict_kind kinds[] = { EVICT_TINYLFU, EVICT_LRU };
+	int refills[2];
+
+	for (int k = 0; k < 2; k++) {
+		struct ram_tier *t = ram_tier_new(SLOTS * (uint64_t)CS, CS, kinds[k]);
+		struct counter c = { 0 };
+		int before;
+
+		for (int round = 0; round < 8; round++)
+			for (uint64_t i = 0; i < HOT; i++)
+				cr_assert_eq(get_put(t, i, &c), TFS_OK);
+		cr_assert_eq(c.fills, HOT);
+		for (uint64_t i = 1000; i < 1000 + 10 * SLOTS; i++)
+			cr_assert_eq(get_put(t, i, &c), TFS_OK);
+		before = c.fills;
+		for (uint64_t i = 0; i < HOT; i++)
+			cr_assert_eq(get_put(t, i, &c), TFS_OK);
+		refills[k] = c.fills - before;
+		ram_tier_free(t);
+	}
+	cr_assert_leq(refills[0], HOT / 8, "tinylfu refetched %d of %d hot chunks", refills[0], HOT);
+	cr_assert_eq(refills[1], HOT, "lru keeps nothing of the hot set");
+}
+
+/* Several chunks read at once stay resident while they are read (the
+ * window is kept wide enough): interleaved partial reads of 4 chunks,
+ * among one-off chunks, fill each chunk once. */
+Test(ram_tier, chunks_being_read_together_are_filled_once)
+{
+	enum { SLOTS = 32 };
+	struct ram_tier *t = ram_tier_new(SLOTS * (uint64_t)CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	uint64_t hot = 0, scan = 100000;
+
+	/* a resident set that looks more valuable than any stream's chunk */
+	for (int round = 0; round < 10; round++)
+		for (hot = 0; hot < SLOTS; hot++)
+			cr_assert_eq(get_put(t, 500 + hot, &c), TFS_OK);
+	for (uint64_t chunk = 0; chunk < 40; chunk += 4) {
+		int before = c.fills;
+
+		for (int piece = 0; piece < 8; piece++)
+			for (uint64_t s = 0; s < 4; s++) {
+				cr_assert_eq(get_put(t, chunk + s, &c), TFS_OK);
+				cr_assert_eq(get_put(t, scan++, &c), TFS_OK);
+			}
+		cr_assert_eq(c.fills - before, 4 + 32, "chunks %lu..%lu refetched",
+			     (unsigned long)chunk, (unsigned long)chunk + 3);
+	}
 	ram_tier_free(t);
 }

@@ -1042,3 +1042,54 @@ Test(ssd_tier, concurrent_store_read_drop_byte_exact)
 	ssd_tier_close(t);
 	cr_assert_eq(atomic_load(&released), attempts);   /* every store released once */
 }
+
+/* Read a chunk through the tier as the chain does: on a miss, store it. */
+static bool read_or_store(struct ssd_tier *t, const struct chunk_id *id)
+{
+	if (read_ok(t, id, CS))
+		return true;
+	(void)store(t, id, CS);
+	ssd_tier_flush(t);
+	return false;
+}
+
+/* Hot chunks read 6 times, the daemon restarted, then a scan of chunks
+ * read twice each, 4 times the tier: how many hot chunks still hit. */
+static int hot_left_after_restart_and_scan(enum evict_kind kind)
+{
+	enum { SLOTS = 16, HOT = 8, SCAN = 4 * SLOTS };
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	int left = 0;
+
+	cfg.capacity = SLOTS * FILE_BYTES(CS);
+	cfg.policy = kind;
+	t = tier_open(&cfg);
+	for (int round = 0; round < 6; round++)
+		for (uint64_t i = 0; i < HOT; i++)
+			(void)read_or_store(t, &(struct chunk_id){ "hot", "e", i });
+	ssd_tier_close(t);
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < SCAN; i++) {
+		(void)read_or_store(t, &(struct chunk_id){ "scan", "e", i });
+		(void)read_or_store(t, &(struct chunk_id){ "scan", "e", i });
+	}
+	for (uint64_t i = 0; i < HOT; i++)
+		left += read_ok(t, &(struct chunk_id){ "hot", "e", i }, CS);
+	cr_assert_leq(stats(t).bytes_used, cfg.capacity);
+	ssd_tier_close(t);
+	return left;
+}
+
+/* The access statistics live in the index: after a restart W-TinyLFU
+ * still knows the hot set and a scan does not displace it; LRU keeps
+ * none of it. */
+Test(ssd_tier, tinylfu_hot_set_survives_restart_and_scan)
+{
+	int tlfu = hot_left_after_restart_and_scan(EVICT_TINYLFU);
+
+	teardown();
+	setup();
+	cr_assert_geq(tlfu, 7, "tinylfu kept %d of 8", tlfu);
+	cr_assert_eq(hot_left_after_restart_and_scan(EVICT_LRU), 0);
+}
