@@ -114,7 +114,7 @@ struct ram_tier {
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
-	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used, rejected;
+	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
 };
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
@@ -316,10 +316,13 @@ static bool slot_pinned(void *ctx, uint64_t h)
 	return s && atomic_load(&s->refs) != 0;
 }
 
-/* The policy's victim for a miss on chunk hash h, evicted: a private FREE
- * slot; NULL when the policy has none to give or keeps the victim (then
- * *rejected is set).  evict_lock held. */
-static struct chunk_ref *policy_evict(struct ram_tier *t, uint64_t h, bool *rejected)
+/* The policy's victim, evicted: a private FREE slot; NULL when the policy
+ * has none to give.  The policy's admission answer is not asked: the
+ * chunk being read must be in RAM while it is read (a refused one would
+ * be fetched again for each of its pieces), so here the policy only
+ * chooses what leaves; W-TinyLFU's duel already happens inside victim().
+ * evict_lock held. */
+static struct chunk_ref *policy_evict(struct ram_tier *t)
 {
 	for (int i = 0; i < VICTIM_TRIES; i++) {
 		struct chunk_ref *s;
@@ -327,10 +330,6 @@ static struct chunk_ref *policy_evict(struct ram_tier *t, uint64_t h, bool *reje
 
 		if (!evict_policy_victim(t->policy, slot_pinned, t, &v))
 			return NULL;
-		if (!evict_policy_admit(t->policy, h, v)) {
-			*rejected = true;
-			return NULL;
-		}
 		s = slot_of_hash(t, v);
 		if (!s) {               /* lost track (a hash collision): forget it */
 			evict_policy_remove(t->policy, v);
@@ -365,11 +364,10 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t)
 
 /* A slot for a miss on chunk hash h: a free one, else the policy's victim
  * (evicted), else any evictable slot.  NULL when every slot is pinned or
- * filling, or when the policy would not let h displace its victim. */
+ * filling. */
 static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h)
 {
 	struct chunk_ref *s = NULL;
-	bool rejected = false;
 
 	pthread_mutex_lock(&t->evict_lock);
 	accesses_replay(t);
@@ -379,14 +377,12 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h)
 		t->free_top = s->fnext;
 		s->fnext = NULL;
 	} else {
-		s = policy_evict(t, h, &rejected);
-		if (!s && !rejected)
+		s = policy_evict(t);
+		if (!s)
 			s = sweep_evict(t);
 	}
 	if (s)
 		atomic_fetch_add(&t->reserving, 1);
-	else if (rejected)
-		atomic_fetch_add(&t->rejected, 1);
 	pthread_mutex_unlock(&t->evict_lock);
 	return s;
 }
@@ -617,7 +613,6 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->evictions = atomic_load(&t->evictions);
 	out->overflow = atomic_load(&t->overflow);
 	out->fills_failed = atomic_load(&t->fills_failed);
-	out->rejected = atomic_load(&t->rejected);
 	out->insertions = atomic_load(&t->insertions);
 	out->bytes_fetched = atomic_load(&t->bytes_fetched);
 	out->entries = atomic_load(&t->entries);
