@@ -75,6 +75,27 @@ FAILED_NAMES=()
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
 
+# sanitizer_report LOG: did LeakSanitizer, ASan or UBSan report in LOG?
+sanitizer_report() { grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$1"; }
+
+# fail_one BUILD NAME LOG WHY: count one failed test, show LOG's end
+fail_one() {
+	FAILED=$((FAILED + 1))
+	FAILED_NAMES+=("$1/$2")
+	echo "FAIL $1/$2$4"
+	tail -n 30 "$3"
+}
+
+# tests_in BUILD SUITE: the names of BUILD's tests in SUITE
+tests_in() {
+	meson introspect "$1" --tests | python3 -c '
+import json, sys
+kind = sys.argv[1]
+for t in json.load(sys.stdin):
+    if kind in t["suite"] or any(s.endswith(":" + kind) for s in t["suite"]):
+        print(t["name"])' "$2"
+}
+
 # run_bin BUILD NAME: run one Criterion binary, add its counts
 run_bin() {
 	local b=$1 name=$2 exe=$1/tests/$2 log=$LOG_DIR/$1-$2.log rc line tested passing
@@ -87,7 +108,7 @@ run_bin() {
 	line=$(grep -a "Synthesis: Tested:" "$log" | tail -n 1)
 	# Criterion does not fail a test whose worker LeakSanitizer or UBSan
 	# reported on: any such report fails the binary
-	if grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log"; then
+	if sanitizer_report "$log"; then
 		echo "sanitizer report in $log"
 		rc=86
 	fi
@@ -105,10 +126,7 @@ run_bin() {
 			echo "ok   $b/$name: $passing tests"
 		fi
 	else
-		FAILED=$((FAILED + 1))
-		FAILED_NAMES+=("$b/$name")
-		echo "FAIL $b/$name (no summary, exit $rc)"
-		tail -n 30 "$log"
+		fail_one "$b" "$name" "$log" " (no summary, exit $rc)"
 	fi
 }
 
@@ -117,39 +135,22 @@ run_bin() {
 run_sh() {
 	local b=$1 name=$2 log=$LOG_DIR/$1-$2.log
 	if TIERFS_SIM_BIN=$ROOT/$b/tierfs-sim timeout -k 10 300 bash "$ROOT/tests/$name.sh" \
-		>"$log" 2>&1 && ! grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log"; then
+		>"$log" 2>&1 && ! sanitizer_report "$log"; then
 		PASSED=$((PASSED + 1))
 		echo "ok   $b/$name"
 	else
-		FAILED=$((FAILED + 1))
-		FAILED_NAMES+=("$b/$name")
-		echo "FAIL $b/$name"
-		tail -n 30 "$log"
+		fail_one "$b" "$name" "$log" ""
 	fi
 }
 
 for b in "${BUILDS[@]}"; do
 	step "tests: $b"
-	for kind in unit integration; do
-		for name in $(meson introspect "$b" --tests | python3 -c '
-import json, sys
-kind = sys.argv[1]
-for t in json.load(sys.stdin):
-    if kind in t["suite"] or any(s.endswith(":" + kind) for s in t["suite"]):
-        print(t["name"])' "$kind"); do
+	for kind in unit integration shell; do
+		for name in $(tests_in "$b" "$kind"); do
 			# shellcheck disable=SC2053
 			[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
-			run_bin "$b" "$name"
+			if [ "$kind" = shell ]; then run_sh "$b" "$name"; else run_bin "$b" "$name"; fi
 		done
-	done
-	for name in $(meson introspect "$b" --tests | python3 -c '
-import json, sys
-for t in json.load(sys.stdin):
-    if "shell" in t["suite"] or any(s.endswith(":shell") for s in t["suite"]):
-        print(t["name"])'); do
-		# shellcheck disable=SC2053
-		[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
-		run_sh "$b" "$name"
 	done
 done
 

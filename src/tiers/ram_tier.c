@@ -86,8 +86,8 @@ struct chunk_ref {
 	struct chunk_ref *fnext;  /* free stack, under evict_lock */
 };
 
-/* A hit's access, to be replayed into the policy: the slot, to clear its
- * used bit if it still holds the chunk, and the chunk's hash. */
+/* A hit's access, to be replayed into the policy: the slot, whose used
+ * bit the replay clears, and the chunk's hash, which the policy sees. */
 struct access_rec {
 	struct chunk_ref *slot;
 	uint64_t hash;
@@ -155,9 +155,15 @@ static bool slot_matches(const struct chunk_ref *s, uint64_t h, const struct chu
 	       strcmp(s->etag, id->etag) == 0;
 }
 
+/* The stripe of hash h's bucket. */
+static struct stripe *stripe_at(struct ram_tier *t, uint64_t h)
+{
+	return &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES];
+}
+
 static pthread_mutex_t *stripe_of(struct ram_tier *t, uint64_t h)
 {
-	return &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES].lock;
+	return &stripe_at(t, h)->lock;
 }
 
 struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum evict_kind policy)
@@ -399,7 +405,7 @@ static void policy_insert(struct ram_tier *t, uint64_t h)
  * full and should be replayed. */
 static bool access_record(struct ram_tier *t, struct chunk_ref *s, uint64_t h)
 {
-	struct stripe *st = &t->stripes[(h & (t->n_buckets - 1)) % RAM_STRIPES];
+	struct stripe *st = stripe_at(t, h);
 
 	if (atomic_exchange_explicit(&s->used, true, memory_order_relaxed))
 		return false;           /* this visit is already counted */

@@ -82,7 +82,6 @@ struct ssd_entry {
 	uint64_t data_len, file_bytes, xxh;
 	uint64_t gen;                /* tells a re-stored entry from the one a reader saw */
 	uint64_t last_access;        /* seconds since the epoch (persisted) */
-	uint64_t seq;                /* access order within this run (ties in a second) */
 	uint32_t hits;
 	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
 	bool touched;                /* access stats changed since loaded */
@@ -112,7 +111,7 @@ struct ssd_tier {
 	size_t n_buckets;            /* power of two */
 	size_t n_table;              /* entries in the table, PENDING included */
 	uint64_t entries, bytes_used;
-	uint64_t tick, next_gen;
+	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
 	struct job *q_head, *q_tail;
@@ -764,7 +763,6 @@ static void job_store(struct ssd_tier *t, struct job *j)
 	table_remove(t, e);
 	e->state = ENTRY_STORED;
 	e->last_access = rec.last_access;
-	e->seq = ++t->tick;
 	table_insert(t, e);
 	pthread_mutex_unlock(&t->lock);
 	STAT_ADD(t, insertions, 1);
@@ -1567,7 +1565,6 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 	if (e->hits < UINT32_MAX)
 		e->hits++;
 	e->last_access = now_seconds();
-	e->seq = ++t->tick;
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
 

@@ -544,6 +544,20 @@ Test(tinylfu, stat_roundtrip_restores_frequency_and_segment)
 	evict_policy_free(p2);
 }
 
+/* A recency phase: two sets of n keys read in turn, rounds times (each
+ * key comes back after 2n accesses).  Returns the hits of the last two
+ * rounds. */
+static size_t recency_phase(struct evict_policy *p, int rounds, uint64_t n)
+{
+	size_t hits = 0;
+
+	for (int round = 0; round < rounds; round++)
+		for (uint64_t k = 0; k < n; k++)
+			hits += cache_get(p, 10000 + (uint64_t)round % 2 * 1000 + k, NULL) &&
+				round >= rounds - 2;
+	return hits;
+}
+
 /* A recency working set bigger than the 1% window: its keys leave the
  * window, lose their duel, come back and hit the window's ghosts, so the
  * window grows until the set fits. */
@@ -551,15 +565,12 @@ Test(tinylfu, window_grows_when_its_rejects_come_back)
 {
 	enum { CAP = 1000, LOOP = 40 };
 	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, CAP);
-	size_t start, hits = 0;
+	size_t start, hits;
 
 	warm_hot_set(p, CAP, 5);
 	start = p->u.tlfu.window_cap;
 	cr_assert_eq(start, CAP / 100);
-	for (int round = 0; round < 40; round++)
-		for (uint64_t k = 0; k < LOOP; k++)
-			hits += cache_get(p, 10000 + (uint64_t)round % 2 * 1000 + k, NULL) &&
-				round >= 38;
+	hits = recency_phase(p, 40, LOOP);
 	cr_assert_gt(p->u.tlfu.window_cap, start, "window stayed at %zu", start);
 	cr_assert_eq(hits, 2 * LOOP, "the last two rounds hit %zu of %d", hits, 2 * LOOP);
 	cr_assert_leq(p->u.tlfu.window_cap, p->u.tlfu.window_max);
@@ -577,9 +588,7 @@ Test(tinylfu, window_shrinks_when_its_rejects_never_return)
 	size_t grown, hits = 0;
 
 	warm_hot_set(p, CAP, 5);
-	for (int round = 0; round < 200; round++)
-		for (uint64_t k = 0; k < 60; k++)
-			cache_get(p, 10000 + (uint64_t)round % 2 * 1000 + k, NULL);
+	(void)recency_phase(p, 200, 60);
 	grown = p->u.tlfu.window_cap;
 	cr_assert_gt(grown, CAP / 100);
 	for (int epoch = 0; epoch < EPOCHS; epoch++)
