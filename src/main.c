@@ -57,12 +57,18 @@ static const char usage_text[] =
 	"                           endpoint, chunk size or format (default: refuse it)\n"
 	"  --kernel-readahead SIZE  the kernel's readahead window on this mount: auto = two\n"
 	"                           chunks, 0 = kernel default (128K) (auto)\n"
+	"  --read-ahead SIZE        bytes a sequential reader keeps in flight ahead of it,\n"
+	"                           within a file and across a directory's files read in\n"
+	"                           listing order; 0 = off, auto = 8 chunks (auto)\n"
+	"  --read-ahead-files N     files read ahead across a directory (16)\n"
+	"  --read-ahead-mem SIZE    bound on all read-ahead in flight or fetched and not yet\n"
+	"                           read, part of --ram-size; auto = half of it (auto)\n"
 	"  --direct-io              file data bypasses the kernel page cache: one copy per\n"
 	"                           read instead of two, no double caching (default: off)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
-	"  --max-connections N      connections to the object store (32)\n"
+	"  --max-connections N      connections to the object store (64)\n"
 	"  --max-threads N          FUSE worker threads (16)\n"
 	"  -o OPTIONS               FUSE mount options (allow_other, debug, ...)\n"
 	"  -v                       more logging (-v info, -vv debug)\n"
@@ -116,13 +122,19 @@ static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, co
 	n = snprintf(line, sizeof(line),
 		     "s3.requests=%llu s3.gets=%llu s3.heads=%llu s3.lists=%llu s3.retries=%llu"
 		     " s3.errors=%llu s3.bytes=%llu store.fetches=%llu store.bytes=%llu"
-		     " store.errors=%llu fs.open_files=%llu fs.unsafe_keys=%llu",
+		     " store.errors=%llu fs.open_files=%llu fs.unsafe_keys=%llu"
+		     " ra.issued=%llu ra.used=%llu ra.wasted=%llu ra.late=%llu ra.dropped=%llu"
+		     " ra.refused=%llu ra.files=%llu",
 		     (unsigned long long)s3s.requests, (unsigned long long)s3s.gets,
 		     (unsigned long long)s3s.heads, (unsigned long long)s3s.lists,
 		     (unsigned long long)s3s.retries, (unsigned long long)s3s.errors,
 		     (unsigned long long)s3s.bytes_received, (unsigned long long)cs.store_fetches,
 		     (unsigned long long)cs.store_bytes, (unsigned long long)cs.store_errors,
-		     (unsigned long long)fst.open_files, (unsigned long long)fst.unsafe_keys_skipped);
+		     (unsigned long long)fst.open_files, (unsigned long long)fst.unsafe_keys_skipped,
+		     (unsigned long long)cs.ram.ahead_issued, (unsigned long long)cs.ram.ahead_used,
+		     (unsigned long long)cs.ram.ahead_wasted, (unsigned long long)cs.ram.ahead_late,
+		     (unsigned long long)cs.ram.ahead_dropped, (unsigned long long)fst.ra_refused,
+		     (unsigned long long)fst.ra_files);
 	n += fmt_tier(line + n, sizeof(line) - (size_t)n, "ram", &cs.ram);
 	if (cs.has_ssd && (size_t)n < sizeof(line))
 		fmt_tier(line + n, sizeof(line) - (size_t)n, "ssd", &cs.ssd);
@@ -168,6 +180,22 @@ static void stats_thread_stop(struct stats_thread *st)
 /* The daemon chdirs to /: a relative --cache-dir is made absolute first.
  * (Not canonicalised: the directory may not exist yet, and the SSD tier
  * refuses a symlink itself.) */
+/* Read-ahead's share of the RAM tier: half by default, never more than
+ * three quarters (readers need slots of their own). */
+static uint64_t read_ahead_mem(const struct tierfs_config *cfg)
+{
+	uint64_t most = cfg->ram_size / 4 * 3;
+
+	if (cfg->read_ahead_mem == UINT64_MAX)
+		return cfg->ram_size / 2;
+	if (cfg->read_ahead_mem > most) {
+		log_warn("read-ahead-mem %llu is more than 3/4 of ram-size: %llu used",
+			 (unsigned long long)cfg->read_ahead_mem, (unsigned long long)most);
+		return most;
+	}
+	return cfg->read_ahead_mem;
+}
+
 static int absolutize_cache_dir(struct tierfs_config *cfg)
 {
 	char cwd[PATH_MAX], *abs;
@@ -519,6 +547,13 @@ static int cmd_mount(int argc, char **argv)
 			.ram_policy = cfg.ram_policy,
 			.ssd = ssd,
 			.parallel_gets = cfg.parallel_gets ? cfg.parallel_gets : 1,
+			.read_ahead = cfg.read_ahead == UINT64_MAX ? 8 * cfg.chunk_size
+								     : cfg.read_ahead,
+			.read_ahead_files = cfg.read_ahead_files,
+			.read_ahead_mem = read_ahead_mem(&cfg),
+			/* a fill runs up to parallel-gets GETs: leave readers room */
+			.read_ahead_threads = cfg.max_connections / 4 > 16 ? 16
+					      : cfg.max_connections / 4 ? cfg.max_connections / 4 : 1,
 			.uid = cfg.uid,
 			.gid = cfg.gid,
 			.file_mode = cfg.file_mode & 07777,

@@ -22,7 +22,7 @@ struct opt_def {
 	const char *name;
 	enum opt_kind kind;
 	size_t offset;
-	unsigned long max;         /* OPT_UINT / OPT_ID upper bound */
+	unsigned long max;         /* OPT_UINT / OPT_ID / OPT_RA upper bound */
 };
 
 #define OFF(f) offsetof(struct tierfs_config, f)
@@ -46,7 +46,10 @@ static const struct opt_def opt_defs[] = {
 	{ "ram-policy", OPT_POLICY, OFF(ram_policy), 0 },
 	{ "ssd-policy", OPT_POLICY, OFF(ssd_policy), 0 },
 	{ "cache-wipe", OPT_BOOL, OFF(cache_wipe), 0 },
-	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 0 },
+	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 1ul << 30 },
+	{ "read-ahead", OPT_RA, OFF(read_ahead), 4ul << 30 },
+	{ "read-ahead-files", OPT_UINT, OFF(read_ahead_files), 1024 },
+	{ "read-ahead-mem", OPT_RA, OFF(read_ahead_mem), 1ul << 40 },
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
@@ -74,10 +77,13 @@ void config_init(struct tierfs_config *cfg)
 	cfg->ram_policy = EVICT_TINYLFU;
 	cfg->ssd_policy = EVICT_TINYLFU;
 	cfg->kernel_readahead = UINT64_MAX;
+	cfg->read_ahead = UINT64_MAX;
+	cfg->read_ahead_files = 16;
+	cfg->read_ahead_mem = UINT64_MAX;
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;
 	cfg->max_retries = 6;
-	cfg->max_connections = 32;
+	cfg->max_connections = 64;
 	cfg->max_threads = 16;
 }
 
@@ -233,17 +239,18 @@ int config_set(struct tierfs_config *cfg, const char *key, const char *value,
 			 value ? value : "", key);
 		return -1;
 	case OPT_RA:
-		/* "auto" = two chunks; "0" = the kernel's default; else a size */
+		/* "auto" (UINT64_MAX: worked out at mount), 0 (off / the
+		 * kernel's default), or a size up to max */
 		if (value && strcmp(value, "auto") == 0) {
 			*(uint64_t *)field = UINT64_MAX;
 			return 0;
 		}
-		if (config_parse_size(value, &size) == 0 && size <= (1ull << 30)) {
+		if (config_parse_size(value, &size) == 0 && size <= d->max) {
 			*(uint64_t *)field = size;
 			return 0;
 		}
-		snprintf(err, errlen, "bad value '%s' for '%s' (auto, 0, or a size up to 1G)",
-			 value ? value : "", key);
+		snprintf(err, errlen, "bad value '%s' for '%s' (auto, 0, or a size up to %luG)",
+			 value ? value : "", key, d->max >> 30);
 		return -1;
 	case OPT_POLICY: {
 		int kind = value ? evict_kind_parse(value) : -1;
@@ -407,6 +414,14 @@ void config_apply_env(struct tierfs_config *cfg)
 		cfg->region = strdup("us-east-1");
 }
 
+static void dump_auto(FILE *f, const char *key, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		fprintf(f, "%s = auto\n", key);
+	else
+		fprintf(f, "%s = %llu\n", key, (unsigned long long)v);
+}
+
 void config_dump(const struct tierfs_config *cfg, void *file)
 {
 	FILE *f = file;
@@ -429,10 +444,10 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "ram-policy = %s\nssd-policy = %s\n", evict_kind_name(cfg->ram_policy),
 		evict_kind_name(cfg->ssd_policy));
 	fprintf(f, "cache-wipe = %s\n", cfg->cache_wipe ? "true" : "false");
-	if (cfg->kernel_readahead == UINT64_MAX)
-		fprintf(f, "kernel-readahead = auto\n");
-	else
-		fprintf(f, "kernel-readahead = %llu\n", (unsigned long long)cfg->kernel_readahead);
+	dump_auto(f, "kernel-readahead", cfg->kernel_readahead);
+	dump_auto(f, "read-ahead", cfg->read_ahead);
+	fprintf(f, "read-ahead-files = %u\n", cfg->read_ahead_files);
+	dump_auto(f, "read-ahead-mem", cfg->read_ahead_mem);
 	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);

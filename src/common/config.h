@@ -42,6 +42,9 @@ struct tierfs_config {
 	bool cache_wipe;           /* wipe a cache of another bucket/format/chunk size */
 	bool direct_io;            /* file data bypasses the kernel page cache */
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
+	uint64_t read_ahead;       /* bytes per stream; 0 = off; UINT64_MAX = 8 chunks */
+	unsigned read_ahead_files; /* files read ahead across a directory */
+	uint64_t read_ahead_mem;   /* bytes, all streams; UINT64_MAX = half the RAM tier */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;
 	unsigned max_retries;

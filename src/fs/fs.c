@@ -32,10 +32,13 @@
 #include "common/log.h"
 #include "common/tfs_err.h"
 #include "fs/keypath.h"
+#include "fs/prefetch.h"
+#include "fs/readahead.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
 
 #define LIST_MAX_ENTRIES (4u * 1024 * 1024)  /* bound on one directory snapshot */
+#define CACHE_ID_MAX (OBJ_ETAG_MAX + 48)
 
 struct dir_entry {
 	char *name;
@@ -61,7 +64,7 @@ struct fs_version {
 	char etag[OBJ_ETAG_MAX];   /* as the server sent it; may be "" */
 	/* chunk identity: the ETag, or for an object without one, its size
 	 * and Last-Modified (never "" shared by two versions) */
-	char cache_id[OBJ_ETAG_MAX + 48];
+	char cache_id[CACHE_ID_MAX];
 };
 
 struct fs_node {
@@ -75,6 +78,7 @@ struct fs_node {
 	uint64_t attr_us;          /* when type/version were learnt (source time) */
 	uint64_t nlookup;
 	struct dir_listing *listing;
+	struct ra_dir ra;          /* dirs: opens of its files in listing order */
 	struct fs_node *next_ino, *next_name;
 };
 
@@ -95,6 +99,8 @@ struct fs_file {
 	struct fs_handle_link link;   /* first member */
 	char *key;
 	struct fs_version *ver;    /* a reference */
+	pthread_mutex_t ra_lock;   /* guards ra: reads of one handle may run at once */
+	struct ra_file ra;
 };
 
 struct tfs_fs {
@@ -108,8 +114,12 @@ struct tfs_fs {
 	uint64_t next_ino;
 	uint64_t next_serial;
 	struct fs_handle_link files, dirs;  /* list heads of open handles */
+	struct prefetch_pool *pool;   /* read-ahead workers; NULL = read-ahead off */
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
+	atomic_uint_fast64_t ra_files;   /* files read ahead across a directory */
 };
+
+static void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled);
 
 /* Source times are in microseconds: a listing fetched and a HEAD answered
  * within one millisecond must still be ordered. */
@@ -163,6 +173,16 @@ static bool version_same(const struct fs_version *v, const struct obj_meta *m)
 	return v->size == m->size && v->mtime == m->mtime;
 }
 
+/* The chunk identity of version m (see struct fs_version). */
+static void cache_id_of(const struct obj_meta *m, char *out, size_t n)
+{
+	if (m->etag[0])
+		snprintf(out, n, "%s", m->etag);
+	else
+		snprintf(out, n, "noetag:%llu:%lld", (unsigned long long)m->size,
+			 (long long)m->mtime);
+}
+
 /* Record that file node n has version m, learnt at learned_us (lock held).
  * Older news than what the node has is ignored. */
 static int node_set_version(struct tfs_fs *fs, struct fs_node *n, const struct obj_meta *m,
@@ -186,11 +206,7 @@ static int node_set_version(struct tfs_fs *fs, struct fs_node *n, const struct o
 	v->size = m->size;
 	v->mtime = m->mtime;
 	snprintf(v->etag, sizeof(v->etag), "%s", m->etag);
-	if (m->etag[0])
-		snprintf(v->cache_id, sizeof(v->cache_id), "%s", m->etag);
-	else
-		snprintf(v->cache_id, sizeof(v->cache_id), "noetag:%llu:%lld",
-			 (unsigned long long)m->size, (long long)m->mtime);
+	cache_id_of(m, v->cache_id, sizeof(v->cache_id));
 	if (n->ver) {
 		atomic_store_explicit(&n->ver->superseded, true, memory_order_release);
 		version_put(n->ver);
@@ -542,7 +558,7 @@ static void entry_meta(const struct dir_entry *e, struct obj_meta *m)
 		return;
 	m->size = e->size;
 	m->mtime = e->mtime;
-	snprintf(m->etag, sizeof(m->etag), "%s", e->etag);
+	snprintf(m->etag, sizeof(m->etag), "%s", e->etag ? e->etag : "");
 }
 
 static const struct dir_entry *listing_find(const struct dir_listing *l, const char *name)
@@ -763,10 +779,20 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	fs->by_name = calloc(fs->n_buckets, sizeof(*fs->by_name));
 	fs->cache = chunk_cache_new(&(struct chunk_cache_config){
 		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd,
-		.ram_policy = (enum evict_kind)cfg->ram_policy });
+		.ram_policy = (enum evict_kind)cfg->ram_policy,
+		.ahead_bytes = cfg->read_ahead ? cfg->read_ahead_mem : 0 });
 	root = calloc(1, sizeof(*root));
 	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->cache || !root)
 		goto fail;
+	if (cfg->read_ahead >= cfg->chunk_size && cfg->read_ahead_mem >= cfg->chunk_size &&
+	    cfg->read_ahead_threads > 0) {
+		/* jobs held (queued or filling) <= the protected bound */
+		fs->pool = prefetch_pool_new(cfg->read_ahead_threads,
+					     (size_t)(cfg->read_ahead_mem / cfg->chunk_size),
+					     ra_job_run, fs);
+		if (!fs->pool)
+			goto fail;
+	}
 	root->ino = FS_ROOT_INO;
 	root->parent = FS_ROOT_INO;
 	root->is_dir = true;
@@ -785,6 +811,7 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 fail:
 	if (root)
 		node_free(root);
+	prefetch_pool_free(fs->pool);
 	chunk_cache_free(fs->cache);
 	free(fs->by_ino);
 	free(fs->by_name);
@@ -802,6 +829,7 @@ static void dir_free(struct fs_dir *d)
 
 static void file_free(struct fs_file *f)
 {
+	pthread_mutex_destroy(&f->ra_lock);
 	version_put(f->ver);
 	free(f->key);
 	free(f);
@@ -811,6 +839,7 @@ void fs_free(struct tfs_fs *fs)
 {
 	if (!fs)
 		return;
+	prefetch_pool_free(fs->pool);   /* its jobs fill the cache */
 	while (fs->files.next != &fs->files) {
 		struct fs_handle_link *l = fs->files.next;
 		handle_del(fs, l);
@@ -1168,30 +1197,11 @@ void fs_releasedir(struct tfs_fs *fs, struct fs_dir *d)
 	dir_free(d);
 }
 
-int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
-{
-	struct fs_file *f = calloc(1, sizeof(*f));
-	int rc;
-
-	*out = NULL;
-	*keep_cache = false;
-	if (!f)
-		return TFS_E_NOMEM;
-	rc = file_refresh(fs, ino, NULL, f, keep_cache);
-	if (rc != TFS_OK) {
-		free(f->key);
-		free(f);
-		return rc;
-	}
-	atomic_fetch_add(&fs->open_files, 1);
-	handle_add(fs, &fs->files, &f->link);
-	*out = f;
-	return TFS_OK;
-}
-
+/* A chunk fill's object: one version of it (etag "" = no If-Match). */
 struct fill_ctx {
 	struct tfs_fs *fs;
-	const struct fs_file *f;
+	const char *key, *etag;
+	uint64_t size;
 };
 
 /* One ranged GET of a chunk fill, run on its own thread for parts > 0. */
@@ -1225,9 +1235,9 @@ static void *fill_part_run(void *arg)
 #define FILL_PART_MIN (2u * 1024 * 1024)
 #define FILL_MAX_PARTS 4
 
-static int fill_parallel(struct tfs_fs *fs, const struct fs_file *f, uint64_t start, size_t want,
-			 void *buf)
+static int fill_parallel(const struct fill_ctx *c, uint64_t start, size_t want, void *buf)
 {
+	struct tfs_fs *fs = c->fs;
 	struct fill_part parts[FILL_MAX_PARTS];
 	pthread_t th[FILL_MAX_PARTS];
 	bool started[FILL_MAX_PARTS] = { false };
@@ -1244,8 +1254,8 @@ static int fill_parallel(struct tfs_fs *fs, const struct fs_file *f, uint64_t st
 	for (size_t i = 0; i < n; i++) {
 		struct fill_part *p = &parts[i];
 		p->store = fs->cfg.store;
-		p->key = f->key;
-		p->if_match = f->ver->etag[0] ? f->ver->etag : NULL;
+		p->key = c->key;
+		p->if_match = c->etag[0] ? c->etag : NULL;
 		p->off = start + done;
 		p->len = i == n - 1 ? want - done : each;
 		p->buf = (char *)buf + done;
@@ -1277,30 +1287,175 @@ static int fill_parallel(struct tfs_fs *fs, const struct fs_file *f, uint64_t st
 static int chunk_fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
 {
 	struct fill_ctx *c = ctx;
-	const struct fs_version *v = c->f->ver;
 	uint64_t cs = c->fs->cfg.chunk_size, start = id->index * cs;
-	size_t want = (size_t)(v->size - start < cs ? v->size - start : cs);
+	size_t want = (size_t)(c->size - start < cs ? c->size - start : cs);
 	int rc;
 
+	assert(start < c->size || c->size == 0);
 	assert(want <= cap);
 	if (want == 0) {
 		*len = 0;
 		return TFS_OK;
 	}
-	rc = fill_parallel(c->fs, c->f, start, want, buf);
+	rc = fill_parallel(c, start, want, buf);
 	if (rc == TFS_E_STALE)
 		log_warn("chunk %llu of '%s' is not the version opened (changed, or shorter "
-			 "than its size)", (unsigned long long)id->index, c->f->key);
+			 "than its size)", (unsigned long long)id->index, c->key);
 	if (rc != TFS_OK)
 		return rc;
 	*len = want;
 	return TFS_OK;
 }
 
+/* ---- read-ahead --------------------------------------------------------- */
+
+/* One chunk to read ahead, with its object version copied: the file may
+ * be closed, or the object changed, before the job runs (then the fill's
+ * If-Match fails, or the chunk is simply never read: wasted, not wrong). */
+struct ra_job {
+	struct prefetch_item item;   /* first member */
+	uint64_t index, size;
+	char etag[OBJ_ETAG_MAX];
+	char cache_id[CACHE_ID_MAX];
+	char key[];
+};
+
+static void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled)
+{
+	struct ra_job *j = (struct ra_job *)item;
+	struct tfs_fs *fs = ctx;
+
+	if (!cancelled) {
+		struct fill_ctx fc = { fs, j->key, j->etag, j->size };
+		struct chunk_id id = { j->key, j->cache_id, j->index };
+		uint64_t cs = fs->cfg.chunk_size, start = j->index * cs;
+
+		(void)chunk_cache_prefetch(fs->cache, &id,
+					   (size_t)(j->size - start < cs ? j->size - start : cs),
+					   chunk_fill, &fc);
+	}
+	free(j);
+}
+
+/* Queue chunks [first, first + n) of one object version for read-ahead.
+ * Returns how many were queued: fewer when the pool is full. */
+static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
+			 const char *cache_id, uint64_t size, uint64_t first, uint64_t n)
+{
+	size_t kl = strlen(key);
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct ra_job *j = malloc(sizeof(*j) + kl + 1);
+
+		if (!j)
+			return i;
+		j->index = first + i;
+		j->size = size;
+		snprintf(j->etag, sizeof(j->etag), "%s", etag);
+		snprintf(j->cache_id, sizeof(j->cache_id), "%s", cache_id);
+		memcpy(j->key, key, kl + 1);
+		if (!prefetch_pool_submit(fs->pool, &j->item)) {
+			free(j);
+			return i;
+		}
+	}
+	return n;
+}
+
+/* Within a file: the stream's decision, acted on. */
+static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
+{
+	uint64_t first, n, done;
+
+	pthread_mutex_lock(&f->ra_lock);
+	n = ra_file_on_read(&f->ra, fs->cfg.chunk_size, fs->cfg.read_ahead, off, len,
+			    f->ver->size, &first);
+	if (n) {
+		done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size, first, n);
+		if (done < n)
+			ra_file_unissue(&f->ra, first + done);
+	}
+	pthread_mutex_unlock(&f->ra_lock);
+}
+
+/* Across files: file node ino was opened; if its directory is being read
+ * in listing order, read the next files' first bytes ahead (as listed:
+ * size and ETag from the listing, no HEAD), up to read_ahead_files files
+ * and read_ahead bytes beyond this one.  fs->lock held. */
+static void ra_dir_open(struct tfs_fs *fs, uint64_t ino)
+{
+	uint64_t cs = fs->cfg.chunk_size, max = fs->cfg.read_ahead, bytes = 0;
+	struct fs_node *n = node_by_ino(fs, ino), *d;
+	const struct dir_listing *l;
+	const struct dir_entry *e;
+	size_t idx, from, i;
+
+	if (!n || n->is_dir || !(d = node_by_ino(fs, n->parent)) || !(l = d->listing))
+		return;
+	if (!(e = listing_find(l, n->name)) || e->is_dir)
+		return;
+	idx = (size_t)(e - l->ents);
+	if (!ra_dir_on_open(&d->ra, idx, &from))
+		return;
+	for (i = idx + 1; i < l->n && i <= idx + fs->cfg.read_ahead_files && bytes < max; i++) {
+		const struct dir_entry *x = &l->ents[i];
+		uint64_t want = x->size < max - bytes ? x->size : max - bytes;
+		uint64_t chunks = (want + cs - 1) / cs;
+		struct obj_meta m;
+		char cache_id[CACHE_ID_MAX], *key;
+
+		if (x->is_dir || x->size == 0)
+			continue;
+		bytes += want;
+		if (i < from)
+			continue;           /* read ahead at an earlier open */
+		entry_meta(x, &m);
+		cache_id_of(&m, cache_id, sizeof(cache_id));
+		key = child_key(d, x->name, false);
+		if (!key)
+			break;
+		if (ra_issue(fs, key, m.etag, cache_id, x->size, 0, chunks) < chunks) {
+			free(key);
+			break;              /* the pool is full: this file later */
+		}
+		free(key);
+		atomic_fetch_add(&fs->ra_files, 1);
+	}
+	ra_dir_issued(&d->ra, i > from ? i : from);
+}
+
+int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+	int rc;
+
+	*out = NULL;
+	*keep_cache = false;
+	if (!f)
+		return TFS_E_NOMEM;
+	rc = file_refresh(fs, ino, NULL, f, keep_cache);
+	if (rc != TFS_OK) {
+		free(f->key);
+		free(f);
+		return rc;
+	}
+	pthread_mutex_init(&f->ra_lock, NULL);
+	ra_file_init(&f->ra);
+	atomic_fetch_add(&fs->open_files, 1);
+	handle_add(fs, &fs->files, &f->link);
+	if (fs->pool) {
+		pthread_mutex_lock(&fs->lock);
+		ra_dir_open(fs, ino);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	*out = f;
+	return TFS_OK;
+}
+
 int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r)
 {
 	uint64_t cs = fs->cfg.chunk_size, end;
-	struct fill_ctx ctx = { fs, f };
+	struct fill_ctx ctx = { fs, f->key, f->ver->etag, f->ver->size };
 	int rc = TFS_OK;
 
 	r->n = 0;
@@ -1312,6 +1467,8 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 	end = off + size > f->ver->size ? f->ver->size : off + size;
 	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
 		return TFS_E_INVAL;
+	if (fs->pool)
+		ra_file_read(fs, f, off, end - off);
 	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
 		struct chunk_id id = { f->key, f->ver->cache_id, idx };
 		struct chunk_ref *ref;
@@ -1372,6 +1529,9 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->heads = atomic_load(&fs->heads);
 	out->lookups_remote = atomic_load(&fs->lookups_remote);
 	out->open_files = atomic_load(&fs->open_files);
+	out->ra_files = atomic_load(&fs->ra_files);
+	out->ra_refused = fs->pool ? prefetch_pool_refused(fs->pool) : 0;
+	out->ra_held = fs->pool ? prefetch_pool_held(fs->pool) : 0;
 	pthread_mutex_lock(&fs->lock);
 	out->nodes = fs->n_nodes;
 	pthread_mutex_unlock(&fs->lock);

@@ -29,6 +29,13 @@ struct fs_config {
 	int ram_policy;            /* enum evict_kind for the RAM tier */
 	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
+	uint64_t read_ahead;       /* bytes a sequential stream keeps in flight ahead of
+				    * its reader, within a file and across a directory's
+				    * files; < chunk_size = read-ahead off */
+	unsigned read_ahead_files; /* files read ahead across a directory */
+	uint64_t read_ahead_mem;   /* read-ahead, all streams: in flight plus fetched and
+				    * not yet read is at most this (RAM tier memory) */
+	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode;
@@ -66,6 +73,9 @@ struct fs_stats {
 	uint64_t listings, heads, lookups_remote;
 	uint64_t nodes;                /* inodes currently known */
 	uint64_t open_files;
+	uint64_t ra_files;             /* files read ahead across a directory */
+	uint64_t ra_refused;           /* read-ahead chunks not issued: the bound was reached */
+	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
 };
 
 /* NULL on bad config or out of memory. */

@@ -43,6 +43,7 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 		free(cc);
 		return NULL;
 	}
+	ram_tier_set_ahead_limit(cc->ram, cfg->ahead_bytes);
 	cc->ssd = cfg->ssd;
 	return cc;
 }
@@ -85,16 +86,38 @@ static void release_ref(void *ref)
 	chunk_ref_put(ref);
 }
 
+/* A chunk the store supplied goes to the SSD tier too (write-behind). */
+static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
+			 const struct chain_fill *c, struct chunk_ref *ref)
+{
+	if (c->from_store && cc->ssd && chunk_ref_len(ref) > 0) {
+		struct chunk_ref *d = chunk_ref_dup(ref);
+		(void)ssd_tier_store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+				     release_ref, d);   /* refused: released, counted */
+	}
+}
+
 int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
 		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out)
 {
 	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
 	int rc = ram_tier_get(cc->ram, id, chain_fill, &c, out);
 
-	if (rc == TFS_OK && c.from_store && cc->ssd && chunk_ref_len(*out) > 0) {
-		struct chunk_ref *d = chunk_ref_dup(*out);
-		(void)ssd_tier_store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
-				     release_ref, d);   /* refused: released, counted */
+	if (rc == TFS_OK)
+		write_behind(cc, id, &c, *out);
+	return rc;
+}
+
+int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+			 ram_tier_fill_fn fetch, void *ctx)
+{
+	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
+	struct chunk_ref *ref;
+	int rc = ram_tier_prefetch(cc->ram, id, chain_fill, &c, &ref);
+
+	if (rc == TFS_OK) {
+		write_behind(cc, id, &c, ref);
+		chunk_ref_put(ref);
 	}
 	return rc;
 }

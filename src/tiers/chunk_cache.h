@@ -29,6 +29,7 @@ struct chunk_cache_config {
 	enum evict_kind ram_policy;   /* 0 (LRU) when left out */
 	size_t chunk_size;
 	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
+	uint64_t ahead_bytes;      /* read-ahead protected from eviction (0 = none) */
 };
 
 struct chunk_cache_stats {
@@ -51,6 +52,14 @@ void chunk_cache_free(struct chunk_cache *cc);
  * TFS_OK only; chunk_ref_put() it.  Errors are the fetch's. */
 int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
 		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out);
+
+/* Bring chunk id into the RAM tier ahead of its reader (from SSD, or the
+ * store through fetch, then queued for SSD like a read's chunk).  TFS_OK
+ * when fetched; TFS_AGAIN when present or in flight already, or when RAM
+ * has no slot to spare; errors are the fetch's.  Blocks for the fill:
+ * call it from a read-ahead worker, never a reader. */
+int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+			 ram_tier_fill_fn fetch, void *ctx);
 
 /* Object key is now at version keep_etag: reclaim the space of its other
  * versions' chunks (in the background). */

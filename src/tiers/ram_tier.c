@@ -74,6 +74,8 @@ struct chunk_ref {
 	atomic_int state;
 	atomic_uint refs;         /* count | REF_ORPHAN */
 	atomic_bool used;         /* a hit since the last replay of accesses */
+	atomic_bool ahead;        /* read ahead, not yet read (set, cleared under the stripe lock) */
+	uint64_t ahead_seq;       /* the tier's ahead_seq when it was issued */
 	bool overflow;
 	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
@@ -115,6 +117,9 @@ struct ram_tier {
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
 	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
+	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
+	atomic_uint_fast64_t ahead_limit; /* of the latest, how many are protected */
+	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 };
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
@@ -267,6 +272,10 @@ static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s)
 	pthread_mutex_lock(sl);
 	if (atomic_load(&s->state) == SLOT_READY && atomic_load(&s->refs) == 0) {
 		hash_remove(t, s);
+		if (atomic_load(&s->ahead)) {
+			atomic_store(&s->ahead, false);
+			atomic_fetch_add(&t->ahead_wasted, 1);
+		}
 		atomic_store(&s->state, SLOT_FREE);
 		atomic_fetch_sub(&t->entries, 1);
 		atomic_fetch_sub(&t->bytes_used, s->len);
@@ -300,6 +309,35 @@ static void accesses_replay(struct ram_tier *t)
 	}
 }
 
+/* Read ahead and not yet read, among the latest ahead_limit chunks read
+ * ahead: eviction passes it over (stripe lock held).  Only the latest are
+ * protected, so a read-ahead chunk nobody reads (a reader that stopped)
+ * loses its protection once as many newer ones were issued, and the
+ * protected share of the tier never exceeds the read-ahead bound. */
+static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s)
+{
+	return atomic_load(&s->ahead) && atomic_load(&t->ahead_seq) - s->ahead_seq < atomic_load(&t->ahead_limit);
+}
+
+/* The policy's pinned test: a slot being filled or replied from, or read
+ * ahead and still awaited. */
+static bool slot_pinned(void *ctx, uint64_t h)
+{
+	struct ram_tier *t = ctx;
+	pthread_mutex_t *sl = stripe_of(t, h);
+	bool pinned = false;
+
+	pthread_mutex_lock(sl);
+	for (struct chunk_ref *s = t->buckets[h & (t->n_buckets - 1)]; s; s = s->hnext) {
+		if (s->hash == h && atomic_load(&s->state) == SLOT_READY) {
+			pinned = atomic_load(&s->refs) != 0 || slot_protected(t, s);
+			break;
+		}
+	}
+	pthread_mutex_unlock(sl);
+	return pinned;
+}
+
 /* The READY slot holding hash h, or NULL (stripe lock taken here). */
 static struct chunk_ref *slot_of_hash(struct ram_tier *t, uint64_t h)
 {
@@ -312,14 +350,6 @@ static struct chunk_ref *slot_of_hash(struct ram_tier *t, uint64_t h)
 			break;
 	pthread_mutex_unlock(sl);
 	return s;
-}
-
-/* The policy's pinned test: a slot being filled or replied from. */
-static bool slot_pinned(void *ctx, uint64_t h)
-{
-	struct chunk_ref *s = slot_of_hash(ctx, h);
-
-	return s && atomic_load(&s->refs) != 0;
 }
 
 /* The policy's victim, evicted: a private FREE slot; NULL when the policy
@@ -350,19 +380,24 @@ static struct chunk_ref *policy_evict(struct ram_tier *t)
 	return NULL;
 }
 
-/* Any READY unreferenced slot, evicted; NULL when every slot is pinned or
- * filling.  One turn of the hand.  evict_lock held. */
+/* Any READY unreferenced slot, evicted, protected read-ahead only when
+ * there is nothing else; NULL when every slot is pinned or filling.  At
+ * most two turns of the hand.  evict_lock held. */
 static struct chunk_ref *sweep_evict(struct ram_tier *t)
 {
-	for (size_t step = 0; step < t->n_slots; step++) {
-		struct chunk_ref *c = &t->slots[t->hand];
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t step = 0; step < t->n_slots; step++) {
+			struct chunk_ref *c = &t->slots[t->hand];
 
-		t->hand = (t->hand + 1) % t->n_slots;
-		if (atomic_load(&c->state) != SLOT_READY || atomic_load(&c->refs) != 0)
-			continue;
-		if (slot_try_evict(t, c)) {
-			evict_policy_remove(t->policy, c->hash);
-			return c;
+			t->hand = (t->hand + 1) % t->n_slots;
+			if (atomic_load(&c->state) != SLOT_READY || atomic_load(&c->refs) != 0)
+				continue;
+			if (pass == 0 && atomic_load(&c->ahead))   /* a peek: a hint only */
+				continue;
+			if (slot_try_evict(t, c)) {
+				evict_policy_remove(t->policy, c->hash);
+				return c;
+			}
 		}
 	}
 	return NULL;
@@ -370,14 +405,16 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t)
 
 /* A slot for a miss on chunk hash h: a free one, else the policy's victim
  * (evicted), else any evictable slot.  NULL when every slot is pinned or
- * filling. */
-static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h)
+ * filling.  A read-ahead miss is not an access: the read that consumes
+ * the chunk is, so a chunk read once counts once whoever fetched it. */
+static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead)
 {
 	struct chunk_ref *s = NULL;
 
 	pthread_mutex_lock(&t->evict_lock);
 	accesses_replay(t);
-	evict_policy_access(t->policy, h);
+	if (!ahead)
+		evict_policy_access(t->policy, h);
 	if (t->free_top) {
 		s = t->free_top;
 		t->free_top = s->fnext;
@@ -472,8 +509,24 @@ static int wait_fill(struct ram_tier *t, struct chunk_ref *s)
 	return state == SLOT_READY ? TFS_OK : s->fill_rc;
 }
 
-int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		 void *ctx, struct chunk_ref **out)
+/* A reader's hit on s (stripe lock held): the first read of a chunk read
+ * ahead makes it used, and late if its fill is still running. */
+static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
+{
+	if (!atomic_load(&s->ahead))
+		return;
+	atomic_store(&s->ahead, false);
+	atomic_fetch_add(&t->ahead_used, 1);
+	if (atomic_load(&s->state) != SLOT_READY)
+		atomic_fetch_add(&t->ahead_late, 1);
+}
+
+/* ram_tier_get() and ram_tier_prefetch() (ahead).  A read-ahead finds a
+ * chunk already present or in flight and leaves it be (TFS_AGAIN, no
+ * reference); it never overflows (TFS_AGAIN when no slot is free to
+ * take), and it does not wait for its fill's result (*out stays NULL). */
+static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
+		    void *ctx, struct chunk_ref **out, bool ahead)
 {
 	uint64_t h = chunk_hash(id);
 	pthread_mutex_t *sl = stripe_of(t, h);
@@ -485,10 +538,19 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	for (;;) {
 		pthread_mutex_lock(sl);
 		s = hash_find(t, h, id);
+		if (s && ahead) {
+			pthread_mutex_unlock(sl);
+			if (fresh) {
+				free_push(t, fresh);
+				atomic_fetch_sub(&t->reserving, 1);
+			}
+			return TFS_AGAIN;
+		}
 		if (s) {
 			bool replay;
 
 			atomic_fetch_add(&s->refs, 1);
+			ahead_consume(t, s);
 			replay = access_record(t, s, h);
 			pthread_mutex_unlock(sl);
 			if (replay && pthread_mutex_trylock(&t->evict_lock) == 0) {
@@ -514,7 +576,11 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
-		fresh = slot_take(t, h);
+		fresh = slot_take(t, h, ahead);
+		if (!fresh && ahead) {
+			atomic_fetch_add(&t->ahead_dropped, 1);
+			return TFS_AGAIN;
+		}
 		if (!fresh && atomic_load(&t->reserving) > 0 && full_retries++ < 1000) {
 			/* every slot is pinned, but some only by misses between
 			 * taking a slot and hashing it, perhaps for this very
@@ -537,11 +603,16 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	}
 	atomic_store(&fresh->state, SLOT_FILLING);
 	atomic_store(&fresh->refs, 1);
+	if (ahead) {
+		fresh->ahead_seq = atomic_fetch_add(&t->ahead_seq, 1) + 1;
+		atomic_store(&fresh->ahead, true);
+	}
 	fresh->hnext = t->buckets[h & (t->n_buckets - 1)];
 	t->buckets[h & (t->n_buckets - 1)] = fresh;
 	pthread_mutex_unlock(sl);
 	atomic_fetch_sub(&t->reserving, 1);
-	atomic_fetch_add(&t->misses, 1);
+	if (!ahead)
+		atomic_fetch_add(&t->misses, 1);
 
 	rc = fill(ctx, id, fresh->buf, t->chunk_size, &fresh->len);
 
@@ -561,6 +632,7 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	atomic_fetch_add(&t->fills_failed, 1);
 	pthread_mutex_lock(sl);
 	hash_remove(t, fresh);
+	atomic_store(&fresh->ahead, false);   /* neither used nor wasted: failed */
 	pthread_mutex_unlock(sl);
 	atomic_fetch_or(&fresh->refs, REF_ORPHAN);   /* while we still hold a reference */
 	pthread_mutex_lock(&t->wait_lock);
@@ -570,6 +642,23 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
 	pthread_mutex_unlock(&t->wait_lock);
 	chunk_ref_put(fresh);
 	return rc;
+}
+
+int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
+		 void *ctx, struct chunk_ref **out)
+{
+	return tier_get(t, id, fill, ctx, out, false);
+}
+
+int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
+		      void *ctx, struct chunk_ref **out)
+{
+	return tier_get(t, id, fill, ctx, out, true);
+}
+
+void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
+{
+	atomic_store(&t->ahead_limit, bytes / t->chunk_size);
 }
 
 const void *chunk_ref_data(const struct chunk_ref *r)
@@ -624,4 +713,9 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->entries = atomic_load(&t->entries);
 	out->bytes_used = atomic_load(&t->bytes_used);
 	out->capacity = (uint64_t)t->n_slots * t->chunk_size;
+	out->ahead_issued = atomic_load(&t->ahead_seq);
+	out->ahead_used = atomic_load(&t->ahead_used);
+	out->ahead_wasted = atomic_load(&t->ahead_wasted);
+	out->ahead_late = atomic_load(&t->ahead_late);
+	out->ahead_dropped = atomic_load(&t->ahead_dropped);
 }

@@ -44,6 +44,21 @@ void ram_tier_free(struct ram_tier *t);   /* every ref must be put first */
 int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
 		 void *ctx, struct chunk_ref **out);
 
+/* Read chunk id ahead of its reader: fill it through fill(ctx, ...) unless
+ * it is present or in flight already (TFS_AGAIN), or no slot can be taken
+ * without overflowing (TFS_AGAIN, counted as dropped).  On TFS_OK *out is
+ * a reference to the filled chunk (put it).  Until a reader gets it, the
+ * chunk is marked read-ahead: evicted only when nothing else can be, while
+ * it is among the latest read-ahead bytes (ram_tier_set_ahead_limit);
+ * a reader's first get makes it used (late if the fill was still running),
+ * an eviction before that makes it wasted. */
+int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
+		      void *ctx, struct chunk_ref **out);
+
+/* Protect at most `bytes` of the latest read-ahead from eviction (0, the
+ * default: none). */
+void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
+
 const void *chunk_ref_data(const struct chunk_ref *r);
 size_t chunk_ref_len(const struct chunk_ref *r);
 /* Another reference to a chunk the caller already holds one on. */

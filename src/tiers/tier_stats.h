@@ -21,6 +21,10 @@ struct tier_stats {
 	uint64_t overflow;           /* chunks served from a private buffer */
 	uint64_t fills_failed;       /* misses whose fill from below failed */
 	uint64_t rejected;           /* candidates the eviction policy did not admit */
+	/* read-ahead (the RAM tier): chunk fills issued ahead of the reader,
+	 * read later (used), evicted unread (wasted), read while still in
+	 * flight (late, also used), and not issued for want of a free slot */
+	uint64_t ahead_issued, ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	bool degraded;               /* the media failed lately; reads fall through */
 };
 

@@ -1204,3 +1204,16 @@ void it_proxy_stop(struct it_proxy *p)
 	}
 	p->pid = 0;
 }
+
+void it_unmount_ok(const struct it_env *env, struct it_mount *m)
+{
+	int st = it_unmount(m);
+	char *log = it_mount_log(m);
+
+	cr_expect_eq(st, 0, "daemon exit status after unmount: %d; log: %s", st, log);
+	cr_expect_null(strstr(log, "ERROR: AddressSanitizer"), "sanitizer report: %s", log);
+	if (env->secret_key && env->secret_key[0])
+		cr_expect_null(strstr(log, env->secret_key), "secret in the daemon's output");
+	free(log);
+	cr_expect_not(it_is_fuse_mount(m->dir), "still mounted after unmount");
+}

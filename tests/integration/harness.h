@@ -195,6 +195,10 @@ void it_drop_caches(void);
  * killed.  The mountpoint directory stays (it_cleanup removes it). */
 int it_unmount(struct it_mount *m);
 
+/* it_unmount, then expect: exit status 0, no sanitizer report and no
+ * secret key in the daemon's output, and the mount gone. */
+void it_unmount_ok(const struct it_env *env, struct it_mount *m);
+
 /* Record a mount made by a detached daemon (non-foreground mode) so
  * it_cleanup() unmounts it. */
 void it_track_mountpoint(const char *dir);

@@ -104,14 +104,6 @@ static void mount_cache(const char *const *extra)
 		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
 }
 
-static void unmount_ok(void)
-{
-	int st = it_unmount(&mnt);
-	char *log = it_mount_log(&mnt);
-	cr_expect_eq(st, 0, "daemon exit status %d; log: %s", st, log);
-	cr_expect_null(strstr(log, "ERROR: AddressSanitizer"), "sanitizer report: %s", log);
-	free(log);
-}
 
 /* Read all of o through the mount; it must be exactly the upload. */
 static void read_ok(const struct obj *o)
@@ -199,7 +191,7 @@ Test(cache, second_read_comes_from_ram_with_zero_gets)
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), proxy_gets, "the proxy saw GETs");
 	cr_expect_geq(it_daemon_stat(&mnt, "ram.hits"), hits + A.chunks);
 	cr_expect_geq(it_daemon_stat(&mnt, "ram.bytes_served"), 2 * A.size);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, remount_after_clean_unmount_is_warm_and_exact)
@@ -209,7 +201,7 @@ Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 	read_ok(&B);
 	read_ok(&C);
 	wait_stat_geq("ssd.entries", A.chunks + B.chunks + C.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 	cr_assert_eq(chunk_files(NULL, 0), A.chunks + B.chunks + C.chunks);
 
 	mount_cache(NULL);
@@ -220,7 +212,7 @@ Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "a warm remount sent GETs");
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks + B.chunks + C.chunks);
 	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), 0);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 struct reader_arg {
@@ -281,7 +273,7 @@ Test(cache, kill9_while_caching_keeps_every_complete_chunk)
 		     fetches);
 	cr_expect_geq(ssd_hits, A.chunks + B.chunks + 6, "cached parts of BIG were lost");
 	cr_log_info("after kill -9: %lld chunks from SSD, %lld from the store", ssd_hits, fetches);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
@@ -289,7 +281,7 @@ Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
 	mount_cache(NULL);
 	read_ok(&A);
 	wait_stat_geq("ssd.entries", A.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 
 	char victim[PATH_MAX];
 	cr_assert_eq(chunk_files(victim, sizeof(victim)), A.chunks);
@@ -310,7 +302,7 @@ Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.checksum_failures"), 1);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 1, "only the corrupt chunk is refetched");
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks - 1);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, deleted_cache_files_fall_back_to_the_store)
@@ -334,7 +326,7 @@ Test(cache, deleted_cache_files_fall_back_to_the_store)
 	read_ok(&A);
 	cr_expect_geq(it_proxy_stat(&proxy, "object_GET"), A.chunks - 2);
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), 0);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, full_cache_disk_degrades_to_misses_never_to_errors)
@@ -362,7 +354,7 @@ Test(cache, full_cache_disk_degrades_to_misses_never_to_errors)
 	/* everything still reads right after the RAM tier let go of it */
 	it_drop_caches();
 	read_ok(&A);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 	cr_assert_eq(umount2(tmpfs_dir, 0), 0, "umount tmpfs: %s", strerror(errno));
 	tmpfs_dir[0] = '\0';
 }
@@ -383,14 +375,14 @@ Test(cache, overwritten_object_is_never_served_stale_and_old_chunks_go)
 	while (it_now() < deadline && (files = chunk_files(NULL, 0)) != B2.chunks)
 		usleep(50000);
 	cr_expect_eq(files, B2.chunks, "chunk files on disk: %u", files);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 
 	/* and a remount serves the new version from the SSD tier */
 	mount_cache(NULL);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
 	read_ok(&B2);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 struct same_reader {
@@ -438,7 +430,7 @@ Test(cache, thirty_two_readers_of_one_cold_file_cause_one_get_per_chunk)
 	}
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), S.chunks, "GETs for %u chunks", S.chunks);
 	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), S.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, cache_of_another_source_is_refused_unless_wiped)
@@ -446,7 +438,7 @@ Test(cache, cache_of_another_source_is_refused_unless_wiped)
 	mount_cache(NULL);
 	read_ok(&C);
 	wait_stat_geq("ssd.entries", C.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 
 	char other[128];
 	it_fmt(other, sizeof(other), "s3://%s/d", bucket.name);
@@ -462,7 +454,7 @@ Test(cache, cache_of_another_source_is_refused_unless_wiped)
 	cr_expect_eq(chunk_files(NULL, 0), 0, "wipe left chunk files");
 	const struct obj C_IN_D = { "c.bin", C.seed, C.size, C.chunks };
 	read_ok(&C_IN_D);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(cache, cache_root_is_private_and_symlinks_are_refused)
@@ -470,7 +462,7 @@ Test(cache, cache_root_is_private_and_symlinks_are_refused)
 	mount_cache(NULL);
 	read_ok(&C);
 	wait_stat_geq("ssd.entries", C.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 	struct stat st;
 	cr_assert_eq(lstat(cache_dir, &st), 0);
 	cr_expect_eq(st.st_mode & 07777, 0700, "cache root mode %o", st.st_mode & 07777);
@@ -509,7 +501,7 @@ Test(cache, remount_within_ttl_needs_no_request_at_all)
 	read_ok(&A);
 	read_ok(&C);
 	wait_stat_geq("ssd.entries", A.chunks + C.chunks);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 
 	mount_cache(extra);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
@@ -523,7 +515,7 @@ Test(cache, remount_within_ttl_needs_no_request_at_all)
 	read_ok(&A);
 	read_ok(&C);
 	cr_expect_eq(it_proxy_stat(&proxy, "requests"), 0, "a warm remount sent requests");
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 /* --direct-io: bytes are exact, and a re-read (page cache not dropped)
@@ -539,7 +531,7 @@ Test(cache, direct_io_bypasses_the_page_cache_and_reads_exact_bytes)
 	cr_expect_geq(it_daemon_stat(&mnt, "ram.hits"), hits + A.chunks,
 		      "the re-read did not reach the RAM tier");
 	cr_expect_eq(it_daemon_stat(&mnt, "s3.gets"), gets);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 /* The kernel's readahead window is two chunks once the mount is in use
@@ -565,5 +557,5 @@ Test(cache, kernel_readahead_window_is_two_chunks)
 	cr_assert_not_null(v, "%s", path);
 	cr_expect_eq(atoi(v), 2 * 1024, "read_ahead_kb %s, want two 1M chunks", v);
 	free(v);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }

@@ -116,15 +116,6 @@ static void read_all_ok(const char *rel, uint64_t seed, uint64_t size)
 	close(fd);
 }
 
-static void unmount_ok(void)
-{
-	int st = it_unmount(&mnt);
-	char *log = it_mount_log(&mnt);
-	cr_expect_eq(st, 0, "daemon exit status %d; log: %s", st, log);
-	if (env.secret_key)
-		cr_expect_null(strstr(log, env.secret_key), "secret in the daemon's output");
-	free(log);
-}
 
 /* A transient fault on the object GETs: the read must succeed with the
  * right bytes, and the proxy must have injected exactly `faults`. */
@@ -148,7 +139,7 @@ static double transient_get_fault(const char *kind, unsigned count, const char *
 		      count);
 	cr_expect_lt(secs, 15.0, "%s: read took %.1f s", kind, secs);
 	cr_log_info("%s%s x%u: %lld GETs, %.2f s", kind, more, count, gets, secs);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 	return secs;
 }
 
@@ -236,7 +227,7 @@ Test(faults, get_503_forever_is_eio_then_recovers)
 	free(buf);
 	close(fd);
 	read_all_ok(F_KEY, F_SEED, F_SIZE);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(faults, lookup_under_persistent_503_is_eio_not_enoent)
@@ -262,7 +253,7 @@ Test(faults, lookup_under_persistent_503_is_eio_not_enoent)
 	cr_assert_eq(it_proxy_clear(&proxy), 0);
 	lookup_ok(DEEP_KEY, DEEP_SIZE);
 	read_all_ok(DEEP_KEY, DEEP_SEED, DEEP_SIZE);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(faults, open_with_head_500_is_eio_not_enoent)
@@ -290,7 +281,7 @@ Test(faults, open_with_head_500_is_eio_not_enoent)
 		close(fd);
 	cr_assert_eq(it_proxy_clear(&proxy), 0);
 	read_all_ok(F_KEY, F_SEED, F_SIZE);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 /* Names of mnt/rel, or NULL with *err = errno when listing failed. */
@@ -373,7 +364,7 @@ Test(faults, list_503_twice_then_complete_listing)
 	free_names(names, n);
 	cr_expect_eq(it_proxy_stat(&proxy, "faults"), 2, "faults injected: %lld",
 		     it_proxy_stat(&proxy, "faults"));
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }
 
 Test(faults, list_failing_midway_never_partial)
@@ -402,5 +393,5 @@ Test(faults, list_failing_midway_never_partial)
 	cr_assert_eq(err, 0, "listing after clearing the fault: %s", strerror(err));
 	check_list_names(names, n);
 	free_names(names, n);
-	unmount_ok();
+	it_unmount_ok(&env, &mnt);
 }

@@ -329,14 +329,6 @@ static void mount_or_die(const char *src, const char *const *opts, struct it_mou
 	}
 }
 
-static void unmount_ok(struct it_mount *m)
-{
-	int st = it_unmount(m);
-	char *log = it_mount_log(m);
-	cr_expect_eq(st, 0, "daemon exit status after unmount: %d; log: %s", st, log);
-	free(log);
-	cr_expect_not(it_is_fuse_mount(m->dir), "still mounted after unmount");
-}
 
 /* ---- expected tree ----------------------------------------------------- */
 
@@ -539,7 +531,7 @@ Test(tree, listings_match_keys)
 	check_listing(m.dir, &t, "many");
 	check_listing(m.dir, &t, "");
 	tree_free(&t);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 static void check_attr(const char *mnt, const char *rel, unsigned char type)
@@ -592,7 +584,7 @@ Test(tree, attributes_match_options)
 		}
 	}
 	tree_free(&t);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 Test(tree, every_byte_matches)
@@ -617,7 +609,7 @@ Test(tree, every_byte_matches)
 		      CHUNK + 1, 4093);
 	check_content(m.dir, "chunk/multi", fixture_find_path(&fix, "chunk/multi")->seed,
 		      3 * CHUNK + 12345, CHUNK + 1);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 /* preads at odd offsets and across chunk boundaries; with O_DIRECT too
@@ -672,7 +664,7 @@ Test(tree, odd_offsets_and_chunk_boundaries)
 		odd_reads(m.dir, x->path, x->seed, x->size, O_DIRECT);
 		odd_reads(m.dir, x->path, x->seed, x->size, 0);
 	}
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 /* Paths a hostile key could have been mapped to must not exist, and the
@@ -727,7 +719,7 @@ Test(tree, hostile_keys_left_out)
 	join(path, sizeof(path), m.dir, "mk");
 	cr_assert_eq(lstat(path, &st), 0, "lstat mk: %s", strerror(errno));
 	cr_expect(S_ISDIR(st.st_mode), "mk is not a directory");
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 Test(tree, missing_paths_are_enoent)
@@ -764,7 +756,7 @@ Test(tree, missing_paths_are_enoent)
 	/* an existing file is still found after the misses */
 	join(path, sizeof(path), m.dir, "top.txt");
 	cr_expect_eq(lstat(path, &st), 0, "lstat top.txt: %s", strerror(errno));
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 #define EXPECT_EROFS(call, what)                                                  \
@@ -820,7 +812,7 @@ Test(tree, writes_fail_erofs)
 	cr_expect_eq(rc, 0);
 	cr_expect_eq(meta.size, x->size, "top.txt changed size in the bucket");
 	it_bucket_close(&b);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 static void check_prefix_mount(const char *src)
@@ -846,7 +838,7 @@ static void check_prefix_mount(const char *src)
 			  src, absent[i]);
 	}
 	tree_free(&t);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 }
 
 Test(tree, prefix_mount_shows_only_subtree)
@@ -872,7 +864,7 @@ Test(tree, secret_never_logged)
 	while (readdir(d))
 		;
 	closedir(d);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 	char *log = it_mount_log(&m);
 	cr_expect_null(strstr(log, env.secret_key), "the secret key appears in the -v log");
 	free(log);
@@ -933,7 +925,7 @@ Test(big, object_256mib_every_byte)
 	}
 	free(buf);
 	close(fd);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 	cr_log_info("256 MiB: put %.1f s, sequential read through the mount %.1f s", t_put, t_read);
 	struct tfs_errinfo ei;
 	tfs_errinfo_clear(&ei);
@@ -998,7 +990,7 @@ Test(stale, overwrite_while_open_never_mixes)
 	/* A new open sees the new object, whole, with no old page left over. */
 	check_content(m.dir, "obj", new_seed, size, IT_MIB);
 	free(buf);
-	unmount_ok(&m);
+	it_unmount_ok(&env, &m);
 	struct tfs_errinfo ei;
 	tfs_errinfo_clear(&ei);
 	s3_client_delete(b.client, "obj", &ei);

@@ -166,6 +166,29 @@ Test(config, kernel_readahead_values)
 	config_release(&c);
 }
 
+Test(config, read_ahead_values)
+{
+	struct tierfs_config c;
+
+	config_init(&c);
+	cr_assert_eq(c.read_ahead, UINT64_MAX, "default is auto (8 chunks)");
+	cr_assert_eq(c.read_ahead_mem, UINT64_MAX, "default is auto (half the RAM tier)");
+	cr_assert_eq(c.read_ahead_files, 16);
+	cr_assert_eq(config_set(&c, "read-ahead", "0", err, sizeof(err)), 0);
+	cr_assert_eq(c.read_ahead, 0);
+	cr_assert_eq(config_set(&c, "read-ahead", "256M", err, sizeof(err)), 0);
+	cr_assert_eq(c.read_ahead, 256u << 20);
+	cr_assert_neq(config_set(&c, "read-ahead", "5G", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "up to 4G"), "%s", err);
+	cr_assert_eq(config_set(&c, "read-ahead-mem", "2G", err, sizeof(err)), 0);
+	cr_assert_eq(c.read_ahead_mem, 2ull << 30);
+	cr_assert_eq(config_set(&c, "read-ahead-files", "64", err, sizeof(err)), 0);
+	cr_assert_eq(c.read_ahead_files, 64);
+	cr_assert_neq(config_set(&c, "read-ahead-files", "5000", err, sizeof(err)), 0);
+	cr_assert_neq(config_set(&c, "read-ahead-files", "-1", err, sizeof(err)), 0);
+	config_release(&c);
+}
+
 Test(config, eviction_policies_per_tier)
 {
 	struct tierfs_config c;

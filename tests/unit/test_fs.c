@@ -8,6 +8,7 @@
 
 #include "fake_objstore.h"
 #include "fs/fs.h"
+#include "tiers/chunk_cache.h"
 
 #define CS (64u * 1024)
 
@@ -491,4 +492,151 @@ Test(fs, saved_listing_serves_a_remount_and_a_corrupt_one_is_ignored)
 	ssd_tier_close(ssd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- read-ahead --------------------------------------------------------- */
+
+#define RA_FILES 20
+
+static struct tfs_fs *mount_ra(unsigned ttl_ms)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = ttl_ms,
+		.chunk_size = CS, .ram_bytes = 64 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555, .parallel_gets = 1,
+		.read_ahead = 8 * CS, .read_ahead_files = 4, .read_ahead_mem = 16 * CS,
+		.read_ahead_threads = 4,
+	};
+	return fs_new(&c);
+}
+
+static void ra_setup(void)
+{
+	char key[64];
+
+	store = fake_objstore_new();
+	put_pattern("seq", 40 * CS + 5, 21);
+	for (int i = 0; i < RA_FILES; i++) {
+		snprintf(key, sizeof(key), "imgs/%03d.jpg", i);
+		put_pattern(key, CS / 2 + (size_t)i, 100 + (unsigned)i);
+	}
+}
+
+/* Wait until no read-ahead is queued or in flight (a bound, not a timing
+ * assumption: generous for sanitizer builds). */
+static void ra_idle(void)
+{
+	struct fs_stats st;
+
+	for (int i = 0; i < 20000; i++) {
+		fs_stats(fs, &st);
+		if (st.ra_held == 0)
+			return;
+		usleep(1000);
+	}
+	cr_assert_fail("read-ahead still held after 20 s");
+}
+
+TestSuite(fs_ra, .init = ra_setup, .fini = teardown);
+
+Test(fs_ra, sequential_reader_is_served_from_read_ahead)
+{
+	struct chunk_cache_stats cs;
+	uint64_t ino, size = 40 * CS + 5;
+	struct fs_file *f;
+	bool keep;
+
+	fs = mount_ra(60000);
+	ino = lookup(FS_ROOT_INO, "seq", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	for (uint64_t off = 0; off < size; off += CS / 4) {
+		read_all_check(f, off, CS / 4, 21, off + CS / 4 <= size ? CS / 4 : size - off);
+		if (off % (4 * CS) == 0)
+			ra_idle();          /* a reader slower than the store */
+	}
+	ra_idle();
+	chunk_cache_stats(fs_chunk_cache(fs), &cs);
+	cr_expect_eq(store->gets, 41, "each chunk fetched once (%d GETs)", store->gets);
+	cr_expect_geq(cs.ram.ahead_used, 35, "%llu of 41 chunks read ahead and used",
+		      (unsigned long long)cs.ram.ahead_used);
+	cr_expect_eq(cs.ram.ahead_wasted, 0);
+	cr_expect_eq(cs.ram.ahead_issued, cs.ram.ahead_used);
+	fs_release(fs, f);
+}
+
+Test(fs_ra, random_reader_reads_nothing_ahead)
+{
+	struct chunk_cache_stats cs;
+	uint64_t ino, x = 7;
+	struct fs_file *f;
+	bool keep;
+
+	fs = mount_ra(60000);
+	ino = lookup(FS_ROOT_INO, "seq", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	for (int i = 0; i < 200; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t off = ((x >> 33) % 40) * CS + 100;
+		read_all_check(f, off, 1000, 21, 1000);
+	}
+	ra_idle();
+	chunk_cache_stats(fs_chunk_cache(fs), &cs);
+	cr_expect_leq(cs.ram.ahead_issued, 2, "%llu chunks read ahead",
+		      (unsigned long long)cs.ram.ahead_issued);
+	fs_release(fs, f);
+}
+
+Test(fs_ra, directory_read_in_listing_order_is_read_ahead)
+{
+	struct chunk_cache_stats cs;
+	struct fs_stats st;
+	uint64_t dir;
+	char name[32];
+
+	fs = mount_ra(60000);
+	dir = lookup(FS_ROOT_INO, "imgs", TFS_OK);
+	list_names(dir);                 /* a listing, as ls or a loader makes */
+	for (int i = 0; i < RA_FILES; i++) {
+		struct fs_file *f;
+		uint64_t ino;
+		bool keep;
+
+		snprintf(name, sizeof(name), "%03d.jpg", i);
+		ino = lookup(dir, name, TFS_OK);
+		cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+		ra_idle();
+		read_all_check(f, 0, CS, 100 + (unsigned)i, CS / 2 + (size_t)i);
+		fs_release(fs, f);
+	}
+	chunk_cache_stats(fs_chunk_cache(fs), &cs);
+	fs_stats(fs, &st);
+	cr_expect_eq(store->gets, RA_FILES, "one GET per file (%d)", store->gets);
+	cr_expect_eq(store->heads, 0, "sizes and ETags came from the listing");
+	cr_expect_geq(st.ra_files, RA_FILES - 4, "%llu files read ahead",
+		      (unsigned long long)st.ra_files);
+	cr_expect_geq(cs.ram.ahead_used, RA_FILES - 4);
+	cr_expect_eq(cs.ram.ahead_wasted, 0);
+}
+
+Test(fs_ra, object_changed_after_read_ahead_never_serves_old_bytes)
+{
+	uint64_t ino;
+	struct fs_file *f, *g;
+	struct fs_read r;
+	bool keep;
+
+	fs = mount_ra(0);                /* every open asks the store */
+	ino = lookup(FS_ROOT_INO, "seq", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	for (uint64_t off = 0; off < 2 * CS; off += CS / 4)
+		read_all_check(f, off, CS / 4, 21, CS / 4);
+	ra_idle();                       /* chunks 2.. read ahead: the old version */
+	put_pattern("seq", 40 * CS + 5, 77);
+	cr_assert_eq(fs_open(fs, ino, &g, &keep), TFS_OK);
+	for (uint64_t off = 0; off < 8 * CS; off += CS / 4)
+		read_all_check(g, off, CS / 4, 77, CS / 4);
+	cr_expect_eq(fs_read(fs, f, 4 * CS, 10, &r), TFS_E_STALE,
+		     "the old handle gets STALE, never a mix");
+	fs_release(fs, f);
+	fs_release(fs, g);
 }

@@ -376,3 +376,170 @@ Test(ram_tier, chunks_being_read_together_are_filled_once)
 	}
 	ram_tier_free(t);
 }
+
+/* ---- read-ahead --------------------------------------------------------- */
+
+/* One reader's visit to chunk (key, "e", i): get, check, put. */
+static void visit(struct ram_tier *t, struct counter *c, const char *key, uint64_t i)
+{
+	struct chunk_id id = { key, "e", i };
+	struct chunk_ref *r;
+
+	cr_assert_eq(ram_tier_get(t, &id, fill, c, &r), TFS_OK);
+	cr_assert_eq(chunk_ref_len(r), CS - (size_t)i % CS);
+	chunk_ref_put(r);
+}
+
+/* Read chunk (key, "e", i) ahead. */
+static void ahead(struct ram_tier *t, struct counter *c, const char *key, uint64_t i)
+{
+	struct chunk_id id = { key, "e", i };
+	struct chunk_ref *r;
+
+	cr_assert_eq(ram_tier_prefetch(t, &id, fill, c, &r), TFS_OK);
+	chunk_ref_put(r);
+}
+
+Test(ram_tier, prefetched_chunk_is_a_used_hit_and_present_one_is_left_alone)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct chunk_id a = { "obj", "e", 1 };
+	struct tier_stats st;
+
+	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(chunk_ref_len(r), CS - 1);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_AGAIN, "present already");
+	cr_assert_null(r);
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 1);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 1, "one fill for the read-ahead and both reads");
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_issued, 1);
+	cr_expect_eq(st.ahead_used, 1, "used once, however often read");
+	cr_expect_eq(st.ahead_wasted, 0);
+	cr_expect_eq(st.misses, 0, "a read-ahead is not a reader's miss");
+	cr_expect_eq(st.hits, 2);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, unread_prefetch_is_evicted_last_then_counted_wasted)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct tier_stats st;
+
+	ram_tier_set_ahead_limit(t, 4 * CS);
+	ahead(t, &c, "ra", 0);
+	/* many more reads than slots: LRU would evict the read-ahead chunk
+	 * (the least recent) first; it is protected instead */
+	for (uint64_t i = 0; i < 20; i++)
+		visit(t, &c, "k", i);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_wasted, 0);
+	visit(t, &c, "ra", 0);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_used, 1, "still there when its reader came");
+	cr_expect_eq(c.fills, 21);
+
+	/* with no protection (limit 0) an unread one is evicted: wasted */
+	ram_tier_set_ahead_limit(t, 0);
+	ahead(t, &c, "ra", 1);
+	for (uint64_t i = 100; i < 110; i++)
+		visit(t, &c, "k", i);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_wasted, 1);
+	cr_expect_eq(st.ahead_used, 1);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, protection_is_bounded_by_the_latest_read_ahead)
+{
+	struct ram_tier *t = ram_tier_new(8 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct tier_stats st;
+
+	ram_tier_set_ahead_limit(t, 2 * CS);
+	/* six read ahead, none read: only the latest two stay protected, so
+	 * ordinary reads still find room and the others can go */
+	for (uint64_t i = 0; i < 6; i++)
+		ahead(t, &c, "ra", i);
+	for (uint64_t i = 0; i < 30; i++)
+		visit(t, &c, "k", i);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_wasted, 4);
+	cr_expect_eq(st.overflow, 0);
+	for (uint64_t i = 4; i < 6; i++)
+		visit(t, &c, "ra", i);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_used, 2, "the latest two were kept");
+	ram_tier_free(t);
+}
+
+struct late_arg {
+	struct ram_tier *t;
+	struct counter *c;
+	int rc;
+};
+
+static void *prefetch_thread(void *arg)
+{
+	struct late_arg *a = arg;
+	struct chunk_id id = { "slow", "e", 2 };
+	struct chunk_ref *r;
+
+	a->rc = ram_tier_prefetch(a->t, &id, fill, a->c, &r);
+	if (a->rc == TFS_OK)
+		chunk_ref_put(r);
+	return NULL;
+}
+
+Test(ram_tier, reader_of_a_chunk_in_flight_waits_and_is_late)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
+	struct counter c = { .delay = 300000 };
+	struct late_arg a = { t, &c, 0 };
+	struct chunk_id id = { "slow", "e", 2 };
+	struct chunk_ref *r;
+	struct tier_stats st;
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, prefetch_thread, &a), 0);
+	while (atomic_load(&c.fills) == 0)
+		usleep(1000);
+	cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+	cr_assert_eq(chunk_ref_len(r), CS - 2);
+	chunk_ref_put(r);
+	pthread_join(th, NULL);
+	cr_assert_eq(a.rc, TFS_OK);
+	cr_expect_eq(atomic_load(&c.fills), 1, "the reader waited for the read-ahead's fill");
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_late, 1);
+	cr_expect_eq(st.ahead_used, 1);
+	ram_tier_free(t);
+}
+
+Test(ram_tier, prefetch_never_overflows)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	struct chunk_ref *r1, *r2, *r;
+	struct chunk_id a = { "k", "e", 0 }, b = { "k", "e", 1 }, x = { "ra", "e", 0 };
+	struct tier_stats st;
+
+	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r1), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &r2), TFS_OK);
+	cr_expect_eq(ram_tier_prefetch(t, &x, fill, &c, &r), TFS_AGAIN, "every slot pinned");
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.ahead_dropped, 1);
+	cr_expect_eq(st.overflow, 0);
+	cr_expect_eq(c.fills, 2);
+	chunk_ref_put(r1);
+	chunk_ref_put(r2);
+	ram_tier_free(t);
+}

@@ -1,0 +1,205 @@
+/* test_readahead_mount.c - read-ahead on a real mount: a sequential reader gets
+ * its chunks read ahead and every byte exact, each chunk fetched once; a
+ * directory read in listing order has its next files fetched before they
+ * are opened; a random reader reads nothing ahead; failures of read-ahead
+ * GETs cost the reader nothing but time.
+ *
+ * Mounts go through the proxy with --chunk-size 1M --parallel-gets 1, so
+ * one chunk fill is one object GET the proxy counts (object_GET leaves
+ * LISTs out).  No timing is asserted: read-ahead that comes late is still
+ * counted used.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SEQ_KEY "seq.bin"
+#define SEQ_SEED 0x5e9
+#define SEQ_SIZE (32 * IT_MIB + 77)
+#define SEQ_CHUNKS 33
+#define N_IMGS 40
+#define IMG_SIZE (100 * 1024)
+
+static struct it_env env;
+static struct it_bucket bucket;
+static struct it_proxy proxy;
+static struct it_mount mnt;
+
+static void ra_init(void)
+{
+	struct it_obj objs[N_IMGS];
+	char keys[N_IMGS][32];
+
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_not_null(env.proxy_bin, "TIERFS_PROXY_BIN not set");
+	cr_assert_eq(it_bucket_create(&env, "ra", &bucket), 0, "create bucket");
+	cr_assert_eq(it_put_gen(&bucket, SEQ_KEY, SEQ_SEED, SEQ_SIZE), 0);
+	for (int i = 0; i < N_IMGS; i++) {
+		it_fmt(keys[i], sizeof(keys[i]), "imgs/%03d.jpg", i);
+		objs[i] = (struct it_obj){ keys[i], 1000 + (uint64_t)i, IMG_SIZE + (uint64_t)i };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, N_IMGS, 8), 0);
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
+}
+
+static void ra_fini(void)
+{
+	it_cleanup();
+	it_proxy_stop(&proxy);
+	if (bucket.client) {
+		it_bucket_empty(&bucket);
+		it_bucket_close(&bucket);
+	}
+}
+
+TestSuite(readahead, .init = ra_init, .fini = ra_fini, .timeout = 180);
+
+static void mount_ra(const char *const *extra)
+{
+	const char *opts[24] = { "--chunk-size", "1M", "--parallel-gets", "1", "--ram-size", "64M",
+				 "-v" };
+	size_t n = 7;
+	char src[128];
+
+	for (size_t i = 0; extra && extra[i] && n < 23; i++)
+		opts[n++] = extra[i];
+	opts[n] = NULL;
+	it_fmt(src, sizeof(src), "s3://%s", bucket.name);
+	if (it_mount(&env, src, proxy.url, opts, &mnt) != 0)
+		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
+	it_proxy_reset_stats(&proxy);
+}
+
+
+/* Read `path` front to back in `piece`-byte read()s; compare with the
+ * generator (seed, size). */
+static void read_seq_exact(const char *rel, uint64_t seed, uint64_t size, size_t piece)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(piece);
+	uint64_t off = 0;
+	int fd;
+
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, rel);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", rel, strerror(errno));
+	for (;;) {
+		ssize_t r = read(fd, buf, piece);
+		cr_assert_geq(r, 0, "read %s at %llu: %s", rel, (unsigned long long)off,
+			      strerror(errno));
+		if (r == 0)
+			break;
+		int64_t bad = it_gen_mismatch(seed, off, buf, (size_t)r);
+		cr_assert_eq(bad, -1, "%s: wrong byte at %llu", rel,
+			     (unsigned long long)(off + (uint64_t)bad));
+		off += (uint64_t)r;
+	}
+	cr_assert_eq(off, size, "%s: %llu bytes, want %llu", rel, (unsigned long long)off,
+		     (unsigned long long)size);
+	close(fd);
+	free(buf);
+}
+
+Test(readahead, sequential_reader_is_read_ahead_exact_and_fetched_once)
+{
+	mount_ra(NULL);
+	it_drop_caches();
+	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, 256 * 1024);
+	long long used = it_daemon_stat(&mnt, "ra.used");
+	long long issued = it_daemon_stat(&mnt, "ra.issued");
+	cr_expect_geq(used, SEQ_CHUNKS / 2, "%lld of %d chunks read ahead and used", used,
+		      SEQ_CHUNKS);
+	cr_expect_eq(it_daemon_stat(&mnt, "ra.wasted"), 0);
+	cr_expect_leq(issued, SEQ_CHUNKS);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), SEQ_CHUNKS,
+		     "each chunk fetched once, by the reader or ahead of it");
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(readahead, directory_in_listing_order_is_fetched_before_opened)
+{
+	char rel[64];
+	DIR *d;
+	char p[PATH_MAX];
+	unsigned listed = 0;
+
+	mount_ra(NULL);
+	it_fmt(p, sizeof(p), "%s/imgs", mnt.dir);
+	d = opendir(p);
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d));)
+		listed += e->d_name[0] != '.';
+	closedir(d);
+	cr_assert_eq(listed, N_IMGS);
+	for (int i = 0; i < N_IMGS; i++) {
+		it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", i);
+		read_seq_exact(rel, 1000 + (uint64_t)i, IMG_SIZE + (uint64_t)i, 64 * 1024);
+	}
+	long long files = it_daemon_stat(&mnt, "ra.files");
+	long long used = it_daemon_stat(&mnt, "ra.used");
+	cr_expect_geq(files, N_IMGS - 8, "%lld of %d files read ahead", files, N_IMGS);
+	cr_expect_geq(used, N_IMGS - 8, "%lld read ahead and used", used);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "one GET per file");
+	cr_expect_eq(it_proxy_stat(&proxy, "HEAD"), 0, "sizes and ETags from the listing");
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(readahead, random_reader_reads_nothing_ahead)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(64 * 1024);
+	uint64_t x = 12345;
+	int fd;
+
+	mount_ra(NULL);
+	it_drop_caches();
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, SEQ_KEY);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+	for (int i = 0; i < 60; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t off = ((x >> 33) % 32) * IT_MIB + 4096;
+		ssize_t r = pread(fd, buf, 64 * 1024, (off_t)off);
+		cr_assert_eq(r, 64 * 1024);
+		cr_assert_eq(it_gen_mismatch(SEQ_SEED, off, buf, (size_t)r), -1);
+	}
+	close(fd);
+	free(buf);
+	long long issued = it_daemon_stat(&mnt, "ra.issued");
+	cr_expect_leq(issued, 2, "%lld chunks read ahead for a random reader", issued);
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(readahead, off_means_off)
+{
+	const char *extra[] = { "--read-ahead", "0", NULL };
+
+	mount_ra(extra);
+	it_drop_caches();
+	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, IT_MIB);
+	cr_expect_eq(it_daemon_stat(&mnt, "ra.issued"), 0);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), SEQ_CHUNKS);
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(readahead, failed_read_ahead_gets_cost_the_reader_nothing_but_time)
+{
+	mount_ra(NULL);
+	it_drop_caches();
+	/* resets mid-body and 503s on a share of the GETs, read-ahead's and
+	 * the reader's alike: retried or dropped, never wrong bytes */
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=reset&count=6&method=GET&after=1000"), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=6&method=GET"), 0);
+	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, 256 * 1024);
+	cr_expect_gt(it_proxy_stat(&proxy, "faults"), 0, "the faults fired");
+	cr_expect_eq(it_daemon_stat(&mnt, "ra.wasted"), 0);
+	it_proxy_clear(&proxy);
+	it_unmount_ok(&env, &mnt);
+}
