@@ -39,6 +39,7 @@
 
 #define LIST_MAX_ENTRIES (4u * 1024 * 1024)  /* bound on one directory snapshot */
 #define CACHE_ID_MAX (OBJ_ETAG_MAX + 48)
+#define DIR_STASH 64          /* forgotten directories whose listing is kept */
 
 struct dir_entry {
 	char *name;
@@ -103,6 +104,16 @@ struct fs_file {
 	struct ra_file ra;
 };
 
+/* A directory the kernel forgot (memory pressure, drop_caches): its
+ * listing and read-ahead stream, for the node the next lookup creates.
+ * Without it, a loader walking a big directory would pay a HEAD per file
+ * and lose its read-ahead whenever the kernel trims its inode cache. */
+struct dir_stash {
+	char *key;                 /* NULL = empty slot */
+	struct dir_listing *listing;
+	struct ra_dir ra;
+};
+
 struct tfs_fs {
 	struct fs_config cfg;
 	char *prefix;
@@ -115,6 +126,8 @@ struct tfs_fs {
 	uint64_t next_serial;
 	struct fs_handle_link files, dirs;  /* list heads of open handles */
 	struct prefetch_pool *pool;   /* read-ahead workers; NULL = read-ahead off */
+	struct dir_stash stash[DIR_STASH];   /* under lock; a ring */
+	size_t stash_next;
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 	atomic_uint_fast64_t ra_files;   /* files read ahead across a directory */
 };
@@ -703,6 +716,47 @@ static void node_attr(const struct tfs_fs *fs, const struct fs_node *n, struct f
 	a->gid = fs->cfg.gid;
 }
 
+static void stash_clear(struct dir_stash *s)
+{
+	free(s->key);
+	listing_put(s->listing);
+	*s = (struct dir_stash){ 0 };
+}
+
+/* Keep forgotten directory n's listing and stream (lock held).  Consumes
+ * n's listing reference. */
+static void stash_put(struct tfs_fs *fs, struct fs_node *n)
+{
+	struct dir_stash *s = &fs->stash[fs->stash_next];
+	char *key = strdup(n->key);
+
+	if (!key)
+		return;
+	stash_clear(s);
+	s->key = key;
+	s->listing = n->listing;
+	s->ra = n->ra;
+	n->listing = NULL;
+	fs->stash_next = (fs->stash_next + 1) % DIR_STASH;
+}
+
+/* A new directory node n takes back what its forgotten predecessor left
+ * (lock held). */
+static void stash_take(struct tfs_fs *fs, struct fs_node *n)
+{
+	for (size_t i = 0; i < DIR_STASH; i++) {
+		struct dir_stash *s = &fs->stash[i];
+
+		if (s->key && strcmp(s->key, n->key) == 0) {
+			n->listing = s->listing;
+			n->ra = s->ra;
+			s->listing = NULL;
+			stash_clear(s);
+			return;
+		}
+	}
+}
+
 /* Find or create the child `name` of parent (lock held) with what was
  * learnt about it at learned_us, add one lookup, and fill *out.  A child
  * whose type changed (file <-> dir) gets a new inode, unless the news is
@@ -745,6 +799,8 @@ static int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *nam
 		n->ino = fs->next_ino++;
 		n->parent = parent->ino;
 		n->is_dir = is_dir;
+		if (is_dir)
+			stash_take(fs, n);
 		table_maybe_grow(fs);
 		node_link(fs, n);
 	}
@@ -856,6 +912,8 @@ void fs_free(struct tfs_fs *fs)
 			node_free(n);
 		}
 	}
+	for (size_t i = 0; i < DIR_STASH; i++)
+		stash_clear(&fs->stash[i]);
 	pthread_mutex_destroy(&fs->lock);
 	chunk_cache_free(fs->cache);
 	free(fs->by_ino);
@@ -999,6 +1057,8 @@ void fs_forget(struct tfs_fs *fs, uint64_t ino, uint64_t nlookup)
 		n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
 		if (n->nlookup == 0) {
 			node_unlink(fs, n);
+			if (n->is_dir && n->listing)
+				stash_put(fs, n);
 			node_free(n);
 		}
 	}

@@ -640,3 +640,41 @@ Test(fs_ra, object_changed_after_read_ahead_never_serves_old_bytes)
 	fs_release(fs, f);
 	fs_release(fs, g);
 }
+
+Test(fs_ra, forgotten_directory_keeps_its_listing_and_stream)
+{
+	struct chunk_cache_stats cs;
+	uint64_t dir;
+	int lists, heads;
+	char name[32];
+
+	fs = mount_ra(60000);
+	list_names(FS_ROOT_INO);
+	dir = lookup(FS_ROOT_INO, "imgs", TFS_OK);
+	list_names(dir);
+	lists = store->lists;
+	heads = store->heads;
+	for (int i = 0; i < RA_FILES; i++) {
+		struct fs_file *f;
+		uint64_t ino;
+		bool keep;
+
+		if (i == RA_FILES / 2) {
+			/* the kernel trims its inode cache mid-walk */
+			fs_forget(fs, dir, 1);
+			dir = lookup(FS_ROOT_INO, "imgs", TFS_OK);
+		}
+		snprintf(name, sizeof(name), "%03d.jpg", i);
+		ino = lookup(dir, name, TFS_OK);
+		cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+		ra_idle();
+		read_all_check(f, 0, CS, 100 + (unsigned)i, CS / 2 + (size_t)i);
+		fs_release(fs, f);
+		fs_forget(fs, ino, 1);
+	}
+	chunk_cache_stats(fs_chunk_cache(fs), &cs);
+	cr_expect_eq(store->lists, lists, "no listing again");
+	cr_expect_eq(store->heads, heads, "no HEAD per file");
+	cr_expect_geq(cs.ram.ahead_used, RA_FILES - 4, "read-ahead went on (%llu used)",
+		      (unsigned long long)cs.ram.ahead_used);
+}
