@@ -7,7 +7,9 @@
  * Transient faults must be invisible (right bytes, retries counted by the
  * proxy); persistent ones must surface as EIO in bounded time - never as
  * ENOENT, never as wrong or missing data - and must not stick once the
- * fault is gone.
+ * fault is gone.  Shaping must act (lower bounds on time only: CI may be
+ * slow) and a request rate over the limit must look like S3's 503
+ * SlowDown, which a read survives with exact bytes.
  */
 #include "harness.h"
 
@@ -393,5 +395,137 @@ Test(faults, list_failing_midway_never_partial)
 	cr_assert_eq(err, 0, "listing after clearing the fault: %s", strerror(err));
 	check_list_names(names, n);
 	free_names(names, n);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- shaping ------------------------------------------------------------ */
+
+/* /__proxy/shape?query; the test fails unless the proxy accepts it. */
+static void shape(const char *query)
+{
+	char what[256], body[256];
+	it_fmt(what, sizeof(what), "shape?%s", query);
+	int code = it_proxy_ctl(&proxy, what, body, sizeof(body));
+	cr_assert_eq(code, 200, "proxy %s -> %d %s", what, code, body);
+}
+
+/* An s3_client on the test bucket through the proxy (free with
+ * s3_client_free()). */
+static struct s3_client *proxy_client(unsigned max_retries)
+{
+	struct s3_config cfg = {
+		.endpoint = proxy.url,
+		.region = env.region,
+		.bucket = bucket.name,
+		.path_style = true,
+		.access_key = env.access_key,
+		.secret_key = env.secret_key,
+		.max_connections = 1,
+		.max_retries = max_retries,
+	};
+	struct tfs_errinfo ei;
+	tfs_errinfo_clear(&ei);
+	struct s3_client *c = s3_client_new(&cfg, &ei);
+	cr_assert_not_null(c, "s3_client_new: %s", ei.message);
+	return c;
+}
+
+/* GET [0, len) of DEEP_KEY through c: it must succeed with the right bytes.
+ * Returns its wall time in seconds. */
+static double timed_get_ok(struct s3_client *c, char *buf, size_t len)
+{
+	struct tfs_errinfo ei;
+	size_t got = 0;
+	tfs_errinfo_clear(&ei);
+	double t0 = it_now();
+	int rc = objstore_get_range(s3_client_objstore(c), DEEP_KEY, NULL, 0, len, buf, &got, &ei);
+	double secs = it_now() - t0;
+	cr_assert_eq(rc, TFS_OK, "GET through the proxy: %s (HTTP %d %s)", tfs_strerror(rc),
+		     ei.http_status, ei.message);
+	cr_assert_eq(got, len, "GET got %zu bytes, want %zu", got, len);
+	cr_assert_eq(it_gen_mismatch(DEEP_SEED, 0, buf, len), -1, "wrong bytes through the proxy");
+	return secs;
+}
+
+/* Shaping must really shape.  Lower bounds only: a slow machine or a
+ * sanitizer build may take longer, never shorter. */
+Test(faults, shape_delays_first_byte_and_caps_bandwidth)
+{
+	struct s3_client *c = proxy_client(0);
+	char *buf = malloc(DEEP_SIZE);
+	timed_get_ok(c, buf, 4096);	/* the connection is up before timing */
+
+	shape("latency_ms=200");
+	double secs = timed_get_ok(c, buf, 4096);
+	cr_expect_geq(secs, 0.2, "GET with latency_ms=200 took %.3f s", secs);
+	cr_log_info("latency_ms=200: 4 KiB GET in %.3f s", secs);
+
+	/* the per-connection bucket starts empty when the rate changes, so
+	 * DEEP_SIZE bytes at 200 kB/s take DEEP_SIZE / 200 kB/s = 0.5 s; 10%
+	 * off that for rounding (unshaped, they take about a millisecond) */
+	shape("latency_ms=0&bandwidth=200000");
+	secs = timed_get_ok(c, buf, DEEP_SIZE);
+	cr_expect_geq(secs, 0.9 * DEEP_SIZE / 200000, "%u bytes at 200 kB/s took %.3f s",
+		      DEEP_SIZE, secs);
+	cr_log_info("bandwidth=200000: %u bytes in %.3f s", DEEP_SIZE, secs);
+	free(buf);
+	s3_client_free(c);
+}
+
+/* Over the request rate the proxy answers as S3 does: 503 with the XML
+ * code SlowDown, counted in "slowdowns"; below it requests pass again.
+ * Control requests are never limited (the stats calls here would fail). */
+Test(faults, request_rate_over_limit_is_slowdown)
+{
+	struct s3_client *c = proxy_client(0);
+	char *buf = malloc(4096);
+	struct tfs_errinfo ei;
+	size_t got;
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	timed_get_ok(c, buf, 4096);	/* no rate limit by default */
+	cr_assert_eq(it_proxy_stat(&proxy, "slowdowns"), 0);
+	/* a bucket of one request, refilled once a second: the first GET
+	 * takes the token, the second right after finds none */
+	shape("req_rate=1&req_burst=1");
+	timed_get_ok(c, buf, 4096);
+	tfs_errinfo_clear(&ei);
+	int rc = objstore_get_range(s3_client_objstore(c), DEEP_KEY, NULL, 0, 4096, buf, &got, &ei);
+	cr_expect_eq(rc, TFS_E_IO, "GET over the rate: %s, want IO", tfs_strerror(rc));
+	cr_expect_eq(ei.http_status, 503, "GET over the rate: HTTP %d", ei.http_status);
+	cr_expect_str_eq(ei.code, "SlowDown");
+	cr_expect_eq(it_proxy_stat(&proxy, "slowdowns"), 1);
+	cr_expect_eq(it_proxy_stat(&proxy, "faults"), 0, "a slowdown counted as a fault");
+	shape("req_rate=0");
+	timed_get_ok(c, buf, 4096);
+	cr_expect_eq(it_proxy_stat(&proxy, "slowdowns"), 1);
+	free(buf);
+	s3_client_free(c);
+}
+
+/* A read under a low request rate: tierfs's GETs of F_KEY's 4 chunks come
+ * faster than 2 a second, so some get 503 SlowDown, and its retries must
+ * still deliver exactly the uploaded bytes.  The bucket holds one request
+ * and refills every 0.5 s; a refused GET backs off (full jitter, 50 ms
+ * doubling to 2 s, src/s3/s3_client.c), and --max-retries 20 gives each
+ * GET ~15 s of tries on average for a token that comes every 0.5 s, so
+ * running out of retries is vanishingly unlikely even when read-ahead
+ * sends several GETs at once (the default 6 would be ~1.6 s). */
+Test(faults, read_under_request_rate_limit_is_exact)
+{
+	const char *extra[] = { "--max-retries", "20", NULL };
+	mount_via_proxy(extra);
+	lookup_ok(F_KEY, F_SIZE);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	shape("req_rate=2&req_burst=1");
+	double t0 = it_now();
+	read_all_ok(F_KEY, F_SEED, F_SIZE);
+	double secs = it_now() - t0;
+	long long slow = it_proxy_stat(&proxy, "slowdowns");
+	long long gets = it_proxy_stat(&proxy, "object_GET");
+	cr_expect_gt(slow, 0, "no request refused at req_rate=2 (%lld object GETs in %.2f s)",
+		     gets, secs);
+	cr_expect_eq(it_proxy_stat(&proxy, "faults"), 0);
+	cr_log_info("req_rate=2: %lld object GETs, %lld slowdowns, %.2f s", gets, slow, secs);
+	shape("req_rate=0");
 	it_unmount_ok(&env, &mnt);
 }

@@ -5,6 +5,18 @@
  * same port; everything else is forwarded. See usage() for the CLI and
  * control_handle() for the control API.
  *
+ * Shaping makes one machine look like a network to S3: a first-byte delay
+ * per request, a bandwidth cap per client connection, and a request rate
+ * over all connections above which requests get S3's 503 SlowDown (as S3
+ * does per prefix). --s3-like presets the first two to S3_LIKE_LATENCY_MS
+ * and S3_LIKE_BANDWIDTH: ~20 ms to the first byte and ~90 MB/s per
+ * connection, what one connection to S3 in the same region gets. With
+ * shaping off the proxy must not be the bottleneck: scripts/bench/proxy.sh
+ * measures it against radosgw directly. (Relaying bodies with splice(2)
+ * through a pipe was tried and measured slower on loopback: it saves the
+ * proxy's two copies but hands the reader skbs of many small page frags,
+ * which cost curl more than the copies cost the proxy.)
+ *
  * Invariants:
  *  - A request goes upstream byte for byte except for its Connection header,
  *    which becomes "Connection: close": every other header may be SigV4-signed.
@@ -18,8 +30,9 @@
  *  - Everything is bounded: MAX_CONNS client threads, each with one BUF_SIZE
  *    buffer per direction and HEAD_MAX per head; MAX_RULES armed rules;
  *    IO_TIMEOUT_S on every blocking socket call.
- *  - Counters are atomics; rules are under proxy.lock; shaping settings are
- *    atomics read once per request.
+ *  - Counters are atomics; rules are under proxy.lock; the request-rate
+ *    bucket is under proxy.rate_lock; the other shaping settings are
+ *    atomics read once per request. Control requests are never shaped.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* memmem, accept4; meson passes it already */
@@ -55,6 +68,8 @@
 #define DRAIN_MS 1000		/* graceful close: read leftovers this long */
 #define DRAIN_BYTES (4 << 20)
 #define RST_WAIT_MS 2000	/* reset fault: wait this long for unacked data */
+#define S3_LIKE_LATENCY_MS 20
+#define S3_LIKE_BANDWIDTH 90000000	/* bytes/s per connection */
 
 enum fault_kind {
 	FAULT_NONE, FAULT_503, FAULT_500, FAULT_RESET, FAULT_TRUNCATE,
@@ -68,11 +83,12 @@ static const char *const fault_names[FAULT_KIND_COUNT] = {
 
 enum stat_idx {
 	ST_REQUESTS, ST_GET, ST_HEAD, ST_PUT, ST_POST, ST_DELETE, ST_FAULTS,
-	ST_BYTES_DOWN, ST_OBJECT_GET, ST_COUNT
+	ST_BYTES_DOWN, ST_OBJECT_GET, ST_SLOWDOWNS, ST_COUNT
 };
 static const char *const stat_names[ST_COUNT] = {
 	"requests", "GET", "HEAD", "PUT", "POST", "DELETE", "faults", "bytes_down",
 	"object_GET",   /* GETs of an object (path-style /BUCKET/KEY, no query): not LISTs */
+	"slowdowns",    /* requests refused with 503 SlowDown by the request rate */
 };
 
 /* An armed rule; kind FAULT_NONE marks a free slot. */
@@ -91,6 +107,11 @@ struct proxy {
 	struct rule rules[MAX_RULES];
 	atomic_llong latency_ms;
 	atomic_llong bandwidth;	/* bytes/s per connection, 0 = unlimited */
+	pthread_mutex_t rate_lock;	/* guards the request-rate bucket below */
+	long long req_rate;	/* requests/s admitted, 0 = unlimited */
+	long long req_burst;	/* bucket size; 0 = req_rate (one second's worth) */
+	double rate_tokens;
+	int64_t rate_last_ns;
 	atomic_int nconns;
 	atomic_ullong stats[ST_COUNT];
 };
@@ -420,6 +441,46 @@ static int request_parse(struct conn *c, size_t len, struct request *rq)
 	return 0;
 }
 
+/* ---- request rate ---------------------------------------------------- */
+
+/* One token bucket over all connections, as S3 limits a prefix rather than
+ * a connection: it refills at req_rate tokens/s up to the burst, and each
+ * request takes a token or is refused. A refused request takes none, so a
+ * client retrying with backoff gets through at the rate. Changing the rate
+ * or burst refills the bucket, which makes a test's first requests
+ * predictable: exactly `burst` of them pass at once. */
+static void rate_set(struct proxy *px, long long rate, long long burst)
+{
+	pthread_mutex_lock(&px->rate_lock);
+	px->req_rate = rate;
+	px->req_burst = burst;
+	px->rate_tokens = (double)(burst ? burst : rate);
+	px->rate_last_ns = now_ns();
+	pthread_mutex_unlock(&px->rate_lock);
+}
+
+/* Takes a token for one request; false if it must get 503 SlowDown. */
+static bool rate_admit(struct proxy *px)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&px->rate_lock);
+	if (px->req_rate > 0) {
+		double cap = (double)(px->req_burst ? px->req_burst : px->req_rate);
+		int64_t t = now_ns();
+
+		px->rate_tokens += (double)(t - px->rate_last_ns) * (double)px->req_rate / 1e9;
+		if (px->rate_tokens > cap)
+			px->rate_tokens = cap;
+		px->rate_last_ns = t;
+		ok = px->rate_tokens >= 1.0;
+		if (ok)
+			px->rate_tokens -= 1.0;
+	}
+	pthread_mutex_unlock(&px->rate_lock);
+	return ok;
+}
+
 /* ---- rules and control endpoint -------------------------------------- */
 
 /* Takes one shot of the first rule matching the request; kind NONE if none. */
@@ -500,6 +561,13 @@ static bool query_num(const char *q, size_t n, const char *key, long long *out)
 	return true;
 }
 
+static bool query_has(const char *q, size_t n, const char *key)
+{
+	char buf[32];
+
+	return query_get(q, n, key, buf, sizeof(buf)) != 0;
+}
+
 static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, size_t msize)
 {
 	struct rule r = { .count = 1, .after = -1, .ms = 30000 };
@@ -532,7 +600,10 @@ static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, 
 
 /* Answers a /__proxy/ request:
  *   fault?kind=K[&count=N][&method=M][&path=SUBSTR][&after=BYTES][&ms=MS]
- *   clear   stats   reset_stats   shape[?latency_ms=N][&bandwidth=BYTES_PER_SEC]
+ *   clear   stats   reset_stats
+ *   shape[?latency_ms=N][&bandwidth=BYTES_PER_SEC][&req_rate=N][&req_burst=N]
+ *     (absent parameters keep their value; 0 turns one off; req_burst 0 is
+ *     one second's worth; the answer lists all four)
  * Writes a text/plain body into msg; returns the status code. */
 static int control_handle(struct proxy *px, const struct request *rq, char *msg, size_t msize)
 {
@@ -566,12 +637,21 @@ static int control_handle(struct proxy *px, const struct request *rq, char *msg,
 	}
 	if (nl == 5 && memcmp(name, "shape", 5) == 0) {
 		long long lat = atomic_load(&px->latency_ms), bw = atomic_load(&px->bandwidth);
+		long long rate, burst;
 
-		if (!query_num(q, qn, "latency_ms", &lat) || !query_num(q, qn, "bandwidth", &bw))
+		pthread_mutex_lock(&px->rate_lock);
+		rate = px->req_rate;
+		burst = px->req_burst;
+		pthread_mutex_unlock(&px->rate_lock);
+		if (!query_num(q, qn, "latency_ms", &lat) || !query_num(q, qn, "bandwidth", &bw) ||
+		    !query_num(q, qn, "req_rate", &rate) || !query_num(q, qn, "req_burst", &burst))
 			return snprintf(msg, msize, "bad parameter\n"), 400;
 		atomic_store(&px->latency_ms, lat);
 		atomic_store(&px->bandwidth, bw);
-		snprintf(msg, msize, "latency_ms %lld\nbandwidth %lld\n", lat, bw);
+		if (query_has(q, qn, "req_rate") || query_has(q, qn, "req_burst"))
+			rate_set(px, rate, burst);
+		snprintf(msg, msize, "latency_ms %lld\nbandwidth %lld\nreq_rate %lld\nreq_burst %lld\n",
+			 lat, bw, rate, burst);
 		return 200;
 	}
 	snprintf(msg, msize, "unknown control request\n");
@@ -581,26 +661,29 @@ static int control_handle(struct proxy *px, const struct request *rq, char *msg,
 /* ---- relaying a response --------------------------------------------- */
 
 /* Sends relayed bytes to the client through the per-connection token bucket.
- * The bucket holds at most 20 ms of tokens, so output is smooth. */
+ * Pieces are at most 64 KiB and 20 ms worth, so output is smooth; the
+ * bucket holds up to 20 ms of tokens (at least one piece), so a sleep that
+ * overshoots (timer slack, a busy machine) is made up for by the next
+ * pieces and the average rate holds. */
 static int relay_send(struct conn *c, const char *p, size_t n)
 {
-	int64_t burst = c->tb_rate / 50;
+	int64_t cap = c->tb_rate / 50, piece_max = cap < 65536 ? cap : 65536;
 
-	if (burst < 1)
-		burst = 1;
-	if (burst > 65536)
-		burst = 65536;
+	if (piece_max < 1)
+		piece_max = 1;
+	if (cap < piece_max)
+		cap = piece_max;
 	while (n > 0) {
 		size_t piece = n;
 
 		if (c->tb_rate > 0) {
 			int64_t t = now_ns();
 
-			if (piece > (size_t)burst)
-				piece = (size_t)burst;
+			if (piece > (size_t)piece_max)
+				piece = (size_t)piece_max;
 			c->tb_tokens += (double)(t - c->tb_last_ns) * (double)c->tb_rate / 1e9;
-			if (c->tb_tokens > (double)burst)
-				c->tb_tokens = (double)burst;
+			if (c->tb_tokens > (double)cap)
+				c->tb_tokens = (double)cap;
 			c->tb_last_ns = t;
 			if (c->tb_tokens < (double)piece)
 				sleep_ns((int64_t)(((double)piece - c->tb_tokens) * 1e9 /
@@ -847,6 +930,16 @@ static const char *const s3_500 =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InternalError</Code>"
 	"<Message>We encountered an internal error. Please try again.</Message></Error>";
 
+/* Answers rq with an S3 error made here, 503 SlowDown or 500 InternalError,
+ * and consumes its body. Returns false if the connection must end. */
+static bool conn_send_s3_error(struct conn *c, const struct request *rq, bool slow)
+{
+	return conn_send_local(c, slow ? 503 : 500, slow ? "Slow Down" : "Internal Server Error",
+			       "application/xml", slow ? s3_503 : s3_500, rq->client_close,
+			       strcmp(rq->method, "HEAD") == 0) == 0 &&
+	       conn_drain_body(c, rq->clen) && !rq->client_close;
+}
+
 static void count_request(struct proxy *px, const struct request *rq)
 {
 	static const char *const names[] = { "GET", "HEAD", "PUT", "POST", "DELETE" };
@@ -902,6 +995,14 @@ static void *conn_main(void *arg)
 			continue;
 		}
 		count_request(px, &rq);
+		/* a refused request never reaches the server: it takes no
+		 * fault rule's shot */
+		if (!rate_admit(px)) {
+			atomic_fetch_add(&px->stats[ST_SLOWDOWNS], 1);
+			if (!conn_send_s3_error(c, &rq, true))
+				break;
+			continue;
+		}
 		f = rules_take(px, &rq);
 		if (f.kind != FAULT_NONE)
 			atomic_fetch_add(&px->stats[ST_FAULTS], 1);
@@ -910,13 +1011,7 @@ static void *conn_main(void *arg)
 			break;
 		}
 		if (f.kind == FAULT_503 || f.kind == FAULT_500) {
-			bool slow = f.kind == FAULT_503;
-
-			if (conn_send_local(c, slow ? 503 : 500,
-					    slow ? "Slow Down" : "Internal Server Error",
-					    "application/xml", slow ? s3_503 : s3_500,
-					    rq.client_close, strcmp(rq.method, "HEAD") == 0) < 0 ||
-			    !conn_drain_body(c, rq.clen) || rq.client_close)
+			if (!conn_send_s3_error(c, &rq, f.kind == FAULT_503))
 				break;
 			continue;
 		}
@@ -976,19 +1071,32 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: tierfs-faultproxy --listen 127.0.0.1:PORT --upstream 127.0.0.1:PORT\n"
-		"         [--port-file FILE] [--latency-ms N] [--bandwidth BYTES_PER_SEC]\n"
-		"PORT 0 listens on an ephemeral port (written to FILE). Control API on the\n"
-		"same port: /__proxy/fault?kind=503|500|reset|truncate|stall|reset_before\n"
+		"         [--port-file FILE] [--s3-like] [--latency-ms N]\n"
+		"         [--bandwidth BYTES_PER_SEC] [--req-rate N] [--req-burst N]\n"
+		"PORT 0 listens on an ephemeral port (written to FILE).\n"
+		"Shaping (all off by default):\n"
+		"  --latency-ms N   delay before each response's first byte\n"
+		"  --bandwidth B    cap on each client connection, bytes/s\n"
+		"  --req-rate N     requests/s admitted over all connections; the rest\n"
+		"                   get 503 SlowDown (control requests are never limited)\n"
+		"  --req-burst N    requests admitted at once after a pause (default:\n"
+		"                   one second's worth, the --req-rate)\n"
+		"  --s3-like        presets --latency-ms %d --bandwidth %d (S3 in-region;\n"
+		"                   explicit options override it)\n"
+		"Control API on the same port:\n"
+		"  /__proxy/fault?kind=503|500|reset|truncate|stall|reset_before\n"
 		"  [&count=N][&method=M][&path=SUBSTR][&after=BYTES][&ms=MS], /__proxy/clear,\n"
 		"  /__proxy/stats, /__proxy/reset_stats,\n"
-		"  /__proxy/shape?latency_ms=N&bandwidth=BYTES_PER_SEC\n");
+		"  /__proxy/shape?latency_ms=N&bandwidth=B&req_rate=N&req_burst=N (0 = off)\n",
+		S3_LIKE_LATENCY_MS, S3_LIKE_BANDWIDTH);
 }
 
 int main(int argc, char **argv)
 {
 	struct proxy *px;
 	const char *listen_s = NULL, *upstream_s = NULL, *port_file = NULL;
-	long long latency_ms = 0, bandwidth = 0;
+	long long latency_ms = -2, bandwidth = -2, req_rate = 0, req_burst = 0;	/* -2: unset */
+	bool s3_like = false;
 	struct sockaddr_in la;
 	socklen_t alen = sizeof(la);
 	sigset_t sigs;
@@ -996,38 +1104,54 @@ int main(int argc, char **argv)
 	char host[INET_ADDRSTRLEN];
 	int lfd = -1, sfd = -1, one = 1, rc = 1;
 
-	for (int i = 1; i < argc; i += 2) {
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i], *val;
 
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+		if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0)
 			return usage(), 0;
-		if (!val)
+		if (strcmp(opt, "--s3-like") == 0) {
+			s3_like = true;
+			continue;
+		}
+		if (i + 1 == argc)
 			return usage(), 2;
-		if (strcmp(argv[i], "--listen") == 0)
+		val = argv[++i];
+		if (strcmp(opt, "--listen") == 0)
 			listen_s = val;
-		else if (strcmp(argv[i], "--upstream") == 0)
+		else if (strcmp(opt, "--upstream") == 0)
 			upstream_s = val;
-		else if (strcmp(argv[i], "--port-file") == 0)
+		else if (strcmp(opt, "--port-file") == 0)
 			port_file = val;
-		else if (strcmp(argv[i], "--latency-ms") == 0)
+		else if (strcmp(opt, "--latency-ms") == 0)
 			latency_ms = parse_num(val, strlen(val));
-		else if (strcmp(argv[i], "--bandwidth") == 0)
+		else if (strcmp(opt, "--bandwidth") == 0)
 			bandwidth = parse_num(val, strlen(val));
+		else if (strcmp(opt, "--req-rate") == 0)
+			req_rate = parse_num(val, strlen(val));
+		else if (strcmp(opt, "--req-burst") == 0)
+			req_burst = parse_num(val, strlen(val));
 		else
 			return usage(), 2;
 	}
+	if (latency_ms == -2)
+		latency_ms = s3_like ? S3_LIKE_LATENCY_MS : 0;
+	if (bandwidth == -2)
+		bandwidth = s3_like ? S3_LIKE_BANDWIDTH : 0;
 	px = calloc(1, sizeof(*px));
 	if (!px)
 		return 1;
-	if (!listen_s || !upstream_s || latency_ms < 0 || bandwidth < 0 ||
+	if (!listen_s || !upstream_s || latency_ms < 0 || bandwidth < 0 || req_rate < 0 ||
+	    req_burst < 0 ||
 	    !parse_addr(listen_s, &la) || !parse_addr(upstream_s, &px->upstream)) {
 		usage();
 		rc = 2;
 		goto free_px;
 	}
 	pthread_mutex_init(&px->lock, NULL);
+	pthread_mutex_init(&px->rate_lock, NULL);
 	atomic_store(&px->latency_ms, latency_ms);
 	atomic_store(&px->bandwidth, bandwidth);
+	rate_set(px, req_rate, req_burst);
 
 	/* SIGTERM/SIGINT are blocked in every thread and read from a signalfd
 	 * by the accept loop; SIGPIPE is ignored (sends also use MSG_NOSIGNAL) */
@@ -1109,6 +1233,7 @@ close_fds:
 	 * a thread no longer touches it once it has decremented nconns */
 	if (rc == 0 && atomic_load(&px->nconns) > 0)
 		return 0;
+	pthread_mutex_destroy(&px->rate_lock);
 	pthread_mutex_destroy(&px->lock);
 free_px:
 	free(px);
