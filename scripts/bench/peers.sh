@@ -340,7 +340,7 @@ settle() {
 	local r=$1 c=$2 n
 	if [ "${SECS[$r,$c]}" = FAIL ]; then VAL[$r,$c]=FAIL; return; fi
 	if [ "$c" = local ] && [ "${BYTES[$r]}" -gt 0 ]; then
-		n=$(awk '{ n += $2 } END { print n + 0 }' <<<"${CHECK[$r,$c]}")
+		n=$(awk '{ n += $2 } END { printf "%.0f\n", n }' <<<"${CHECK[$r,$c]}")
 		[ "$n" = "${BYTES[$r]}" ] || die "$r on the local copy read $n bytes, not ${BYTES[$r]}"
 	fi
 	if [ "$c" != local ] && [ "$c" != net ] && [ "${CHECK[$r,$c]}" != "${CHECK[$r,local]:-}" ]; then
