@@ -38,8 +38,10 @@
 # Limits, same run and same commands: "network" = the bytes of 1 (cold) by
 #   CURL_PAR parallel ranged curl GETs through the emulator, and the files
 #   of 2 (epoch 1) by curl --parallel --parallel-max CURL_PAR; "FUSE-free" =
-#   every command on a local copy (PEERS_LOCAL: disk, the default, or tmpfs),
-#   made with tierfs-s3util get-many straight from radosgw.
+#   every command on a local copy (PEERS_LOCAL: tmpfs, the default, or
+#   disk), made with tierfs-s3util get-many straight from radosgw.  On disk
+#   (page cache dropped) small files are bound by the disk's latency and can
+#   be slower than a tool serving them from RAM: not a limit, hence tmpfs.
 # Correctness: each command's output (cksum of the bytes read, in order;
 #   find's sorted names; ls -lR's names and sizes) must equal the local
 #   copy's; an error, a timeout (PEERS_STEP_TIMEOUT) or a difference makes
@@ -55,7 +57,7 @@
 #   PEERS_TIERFS_RAM_MIB (64), PEERS_EPOCHS (3), PEERS_RCLONE_POLL (1s) workload 6
 #   PEERS_LATENCY_MS (20), PEERS_BANDWIDTH (90000000)      the emulator
 #   PEERS_CURL_PAR (16)          parallel GETs of the network limit
-#   PEERS_LOCAL (disk)           disk | tmpfs: where the FUSE-free copy lives
+#   PEERS_LOCAL (tmpfs)          tmpfs | disk: where the FUSE-free copy lives
 #   PEERS_TOOLS ("tierfs s3fs rclone"), PEERS_WORKLOADS ("1 2 3 4 5 6")
 #   PEERS_SEED (1)               data and permutation seeds
 #   PEERS_STEP_TIMEOUT (1200)    seconds before one timed command is a FAIL
@@ -63,8 +65,8 @@
 #                                (appended to -o, e.g. "parallel_count=8") and
 #                                rclone mount (e.g. "--use-server-modtime")
 #   TIERFS_BENCH_MOUNT_OPTS      extra tierfs mount options, as in the others
-# Defaults store ~6 GiB in radosgw, twice that on disk (the local copy and
-# the caches) under ${TMPDIR:-/var/tmp}.  A quick run (a couple of minutes):
+# Defaults store ~6 GiB in radosgw and as much again in RAM (the tmpfs
+# copy), plus the caches on disk under ${TMPDIR:-/var/tmp}.  A quick run (a couple of minutes):
 #   PEERS_BIG_MIB=64 PEERS_SMALL_FILES=200 PEERS_PAR_MIB=32 PEERS_FIO_SECS=5 \
 #   PEERS_TREE_DIRS=4 PEERS_TREE_FILES=250 PEERS_DS_FILES=32 PEERS_CACHE_MIB=64 \
 #   PEERS_TIERFS_RAM_MIB=16 bash scripts/bench/peers.sh
@@ -97,7 +99,7 @@ RCLONE_POLL=${PEERS_RCLONE_POLL:-1s}
 LATENCY_MS=${PEERS_LATENCY_MS:-20}
 BANDWIDTH=${PEERS_BANDWIDTH:-90000000}
 CURL_PAR=${PEERS_CURL_PAR:-16}
-LOCAL_FS=${PEERS_LOCAL:-disk}
+LOCAL_FS=${PEERS_LOCAL:-tmpfs}
 read -r -a TOOLS <<<"${PEERS_TOOLS:-tierfs s3fs rclone}"
 WORKLOADS=" ${PEERS_WORKLOADS:-1 2 3 4 5 6} "
 SEED=${PEERS_SEED:-1}
