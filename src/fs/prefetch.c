@@ -33,8 +33,8 @@ static void *worker(void *arg)
 
 		while (!p->head && !p->stopping)
 			pthread_cond_wait(&p->cond, &p->lock);
-		if (!p->head)
-			break;                      /* stopping, queue empty */
+		if (!p->head || p->stopping)
+			break;                      /* stopping: the rest are cancelled */
 		it = p->head;
 		p->head = it->next;
 		if (!p->head)

@@ -75,6 +75,7 @@ struct chunk_ref {
 	atomic_uint refs;         /* count | REF_ORPHAN */
 	atomic_bool used;         /* a hit since the last replay of accesses */
 	atomic_bool ahead;        /* read ahead, not yet read (set, cleared under the stripe lock) */
+	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
 	uint64_t ahead_seq;       /* the tier's ahead_seq when it was issued */
 	bool overflow;
 	int fill_rc;              /* result seen by waiters of a failed fill */
@@ -120,6 +121,8 @@ struct ram_tier {
 	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
 	atomic_uint_fast64_t ahead_limit; /* of the latest, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
+	ram_tier_pinned_fn pinned_fn;   /* is a new chunk's key pinned? NULL = none */
+	void *pinned_ctx;
 };
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
@@ -262,15 +265,20 @@ static void free_push(struct ram_tier *t, struct chunk_ref *s)
 	pthread_mutex_unlock(&t->evict_lock);
 }
 
-/* Unhash slot s if it is READY and unreferenced (stripe lock taken here;
- * evict_lock held by the caller).  true when s is now a private FREE slot. */
-static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s)
+static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s);
+
+/* Unhash slot s if it is READY, unreferenced, not pinned, and not
+ * protected read-ahead unless take_protected (stripe lock taken here, so
+ * the tests and the unhashing are one step; evict_lock held by the
+ * caller).  true when s is now a private FREE slot. */
+static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s, bool take_protected)
 {
 	pthread_mutex_t *sl = stripe_of(t, s->hash);
 	bool ok = false;
 
 	pthread_mutex_lock(sl);
-	if (atomic_load(&s->state) == SLOT_READY && atomic_load(&s->refs) == 0) {
+	if (atomic_load(&s->state) == SLOT_READY && atomic_load(&s->refs) == 0 &&
+	    !atomic_load(&s->pinned) && (take_protected || !slot_protected(t, s))) {
 		hash_remove(t, s);
 		if (atomic_load(&s->ahead)) {
 			atomic_store(&s->ahead, false);
@@ -330,7 +338,8 @@ static bool slot_pinned(void *ctx, uint64_t h)
 	pthread_mutex_lock(sl);
 	for (struct chunk_ref *s = t->buckets[h & (t->n_buckets - 1)]; s; s = s->hnext) {
 		if (s->hash == h && atomic_load(&s->state) == SLOT_READY) {
-			pinned = atomic_load(&s->refs) != 0 || slot_protected(t, s);
+			pinned = atomic_load(&s->refs) != 0 || atomic_load(&s->pinned) ||
+				 slot_protected(t, s);
 			break;
 		}
 	}
@@ -371,7 +380,7 @@ static struct chunk_ref *policy_evict(struct ram_tier *t)
 			evict_policy_remove(t->policy, v);
 			continue;
 		}
-		if (slot_try_evict(t, s)) {
+		if (slot_try_evict(t, s, false)) {
 			evict_policy_remove(t->policy, v);
 			return s;
 		}
@@ -380,12 +389,15 @@ static struct chunk_ref *policy_evict(struct ram_tier *t)
 	return NULL;
 }
 
-/* Any READY unreferenced slot, evicted, protected read-ahead only when
- * there is nothing else; NULL when every slot is pinned or filling.  At
- * most two turns of the hand.  evict_lock held. */
-static struct chunk_ref *sweep_evict(struct ram_tier *t)
+/* Any READY unreferenced unpinned slot, evicted: first one not read
+ * ahead, then read-ahead no longer protected (a stopped reader's), and
+ * only for a reader, protected read-ahead last: a reader must make
+ * progress, but read-ahead never displaces read-ahead still awaited (the
+ * contract of ram_tier_prefetch).  NULL when there is none.  At most
+ * three turns of the hand.  evict_lock held. */
+static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 {
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < (ahead ? 2 : 3); pass++) {
 		for (size_t step = 0; step < t->n_slots; step++) {
 			struct chunk_ref *c = &t->slots[t->hand];
 
@@ -394,7 +406,7 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t)
 				continue;
 			if (pass == 0 && atomic_load(&c->ahead))   /* a peek: a hint only */
 				continue;
-			if (slot_try_evict(t, c)) {
+			if (slot_try_evict(t, c, pass == 2)) {
 				evict_policy_remove(t->policy, c->hash);
 				return c;
 			}
@@ -422,7 +434,7 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead)
 	} else {
 		s = policy_evict(t);
 		if (!s)
-			s = sweep_evict(t);
+			s = sweep_evict(t, ahead);
 	}
 	if (s)
 		atomic_fetch_add(&t->reserving, 1);
@@ -470,6 +482,16 @@ static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *i
 	s->fill_rc = TFS_OK;
 	atomic_store(&s->used, false);
 	return TFS_OK;
+}
+
+/* Whether a chunk being inserted is pinned (before it is hashed, so a
+ * ram_tier_pin() that runs later finds it and one that ran before is
+ * seen here). */
+static bool key_pinned(struct ram_tier *t, const char *key)
+{
+	ram_tier_pinned_fn fn = t->pinned_fn;
+
+	return fn && fn(t->pinned_ctx, key);
 }
 
 static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
@@ -523,8 +545,9 @@ static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
 
 /* ram_tier_get() and ram_tier_prefetch() (ahead).  A read-ahead finds a
  * chunk already present or in flight and leaves it be (TFS_AGAIN, no
- * reference); it never overflows (TFS_AGAIN when no slot is free to
- * take), and it does not wait for its fill's result (*out stays NULL). */
+ * reference), and it never overflows (TFS_AGAIN when no slot can be
+ * taken without evicting awaited read-ahead); on TFS_OK it holds a
+ * reference to the chunk it filled, like a reader. */
 static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
 		    void *ctx, struct chunk_ref **out, bool ahead)
 {
@@ -603,6 +626,7 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 	}
 	atomic_store(&fresh->state, SLOT_FILLING);
 	atomic_store(&fresh->refs, 1);
+	atomic_store(&fresh->pinned, key_pinned(t, id->key));
 	if (ahead) {
 		fresh->ahead_seq = atomic_fetch_add(&t->ahead_seq, 1) + 1;
 		atomic_store(&fresh->ahead, true);
@@ -659,6 +683,103 @@ int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fi
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
 {
 	atomic_store(&t->ahead_limit, bytes / t->chunk_size);
+}
+
+void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx)
+{
+	t->pinned_ctx = ctx;
+	t->pinned_fn = fn;
+}
+
+/* The READY slot of chunk id, or NULL; stripe lock held. */
+static struct chunk_ref *ready_find(struct ram_tier *t, uint64_t h, const struct chunk_id *id)
+{
+	struct chunk_ref *s = hash_find(t, h, id);
+
+	return s && atomic_load(&s->state) == SLOT_READY ? s : NULL;
+}
+
+bool ram_tier_pin(struct ram_tier *t, const struct chunk_id *id, bool on)
+{
+	uint64_t h = chunk_hash(id);
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s;
+
+	pthread_mutex_lock(sl);
+	s = hash_find(t, h, id);   /* a filling one too: its flag was set at insertion */
+	if (s)
+		atomic_store(&s->pinned, on);
+	pthread_mutex_unlock(sl);
+	return s != NULL;
+}
+
+size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id)
+{
+	uint64_t h = chunk_hash(id);
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s;
+	size_t len = 0;
+
+	pthread_mutex_lock(sl);
+	s = ready_find(t, h, id);
+	if (s)
+		len = s->len;
+	pthread_mutex_unlock(sl);
+	return len;
+}
+
+/* Evict slot s on an operator's request (evict_lock held): pinned and
+ * referenced slots stay, read-ahead does not. */
+static int slot_evict_asked(struct ram_tier *t, struct chunk_ref *s, uint64_t *bytes)
+{
+	size_t len = s->len;
+
+	if (atomic_load(&s->pinned))
+		return RAM_EVICT_PINNED;
+	if (!slot_try_evict(t, s, true))
+		return RAM_EVICT_BUSY;
+	evict_policy_remove(t->policy, s->hash);
+	s->fnext = t->free_top;
+	t->free_top = s;
+	*bytes += len;
+	return RAM_EVICT_DONE;
+}
+
+int ram_tier_evict(struct ram_tier *t, const struct chunk_id *id, uint64_t *bytes)
+{
+	uint64_t h = chunk_hash(id);
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s;
+	int r = RAM_EVICT_ABSENT;
+
+	pthread_mutex_lock(&t->evict_lock);
+	pthread_mutex_lock(sl);
+	s = ready_find(t, h, id);
+	pthread_mutex_unlock(sl);
+	/* a slot changes hands only under evict_lock, which we hold: s is
+	 * still this chunk's unless a reader's fill failed (then not READY,
+	 * and slot_try_evict says no) */
+	if (s)
+		r = slot_evict_asked(t, s, bytes);
+	pthread_mutex_unlock(&t->evict_lock);
+	return r;
+}
+
+void ram_tier_evict_all(struct ram_tier *t, uint64_t *chunks, uint64_t *bytes, uint64_t *pinned)
+{
+	pthread_mutex_lock(&t->evict_lock);
+	for (size_t i = 0; i < t->n_slots; i++) {
+		struct chunk_ref *s = &t->slots[i];
+
+		if (atomic_load(&s->state) != SLOT_READY)
+			continue;
+		switch (slot_evict_asked(t, s, bytes)) {
+		case RAM_EVICT_DONE: (*chunks)++; break;
+		case RAM_EVICT_PINNED: (*pinned)++; break;
+		default: break;
+		}
+	}
+	pthread_mutex_unlock(&t->evict_lock);
 }
 
 const void *chunk_ref_data(const struct chunk_ref *r)

@@ -19,6 +19,7 @@
 #ifndef TIERFS_RAM_TIER_H
 #define TIERFS_RAM_TIER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,26 @@ int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fi
 /* Protect at most `bytes` of the latest read-ahead from eviction (0, the
  * default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
+
+/* Pinned chunks are never evicted; a chunk's pin is decided when it is
+ * inserted, by fn(ctx, key) (called under a stripe lock: fn must not call
+ * into the tier), and changed by ram_tier_pin().  Set before use. */
+typedef bool (*ram_tier_pinned_fn)(void *ctx, const char *key);
+void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx);
+/* Pin or unpin chunk id if present (READY or being filled).  true when it
+ * was present. */
+bool ram_tier_pin(struct ram_tier *t, const struct chunk_id *id, bool on);
+
+/* The length of chunk id if it is present and filled, else 0.  Takes one
+ * stripe lock; counts nothing (residency queries are not accesses). */
+size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id);
+
+/* Evict chunk id now, on an operator's request: RAM_EVICT_DONE (its bytes
+ * added to *bytes), _ABSENT, _PINNED, or _BUSY (being read or filled). */
+enum { RAM_EVICT_DONE, RAM_EVICT_ABSENT, RAM_EVICT_PINNED, RAM_EVICT_BUSY };
+int ram_tier_evict(struct ram_tier *t, const struct chunk_id *id, uint64_t *bytes);
+/* Evict every chunk that is not pinned or in use; adds to the counts. */
+void ram_tier_evict_all(struct ram_tier *t, uint64_t *chunks, uint64_t *bytes, uint64_t *pinned);
 
 const void *chunk_ref_data(const struct chunk_ref *r);
 size_t chunk_ref_len(const struct chunk_ref *r);

@@ -543,3 +543,89 @@ Test(ram_tier, prefetch_never_overflows)
 	chunk_ref_put(r2);
 	ram_tier_free(t);
 }
+
+/* A read-ahead never evicts read-ahead that is still awaited, even when
+ * nothing else can go: the contract says TFS_AGAIN (dropped). */
+Test(ram_tier, prefetch_never_evicts_protected_prefetch)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	struct chunk_id a = { "k", "e", 0 }, b = { "k", "e", 1 }, x = { "k", "e", 2 };
+	struct chunk_ref *r;
+	struct tier_stats st;
+
+	ram_tier_set_ahead_limit(t, 2 * CS);
+	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_prefetch(t, &b, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_prefetch(t, &x, fill, &c, &r), TFS_AGAIN);
+	cr_assert_gt(ram_tier_contains(t, &a), 0, "awaited read-ahead was evicted");
+	cr_assert_gt(ram_tier_contains(t, &b), 0, "awaited read-ahead was evicted");
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.ahead_wasted, 0);
+	cr_assert_eq(st.ahead_dropped, 1);
+	/* a reader still gets a slot (it must make progress) */
+	cr_assert_eq(ram_tier_get(t, &x, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	ram_tier_free(t);
+}
+
+/* Pinned chunks survive any pressure; a miss overflows instead; unpinned
+ * they are ordinary again.  The pin test runs at insertion and
+ * ram_tier_pin() changes a present chunk. */
+static bool pin_key_k(void *ctx, const char *key)
+{
+	return strcmp(key, (const char *)ctx) == 0;
+}
+
+Test(ram_tier, pinned_chunks_are_never_evicted)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_id p0 = { "pinned", "e", 0 }, u = { "other", "e", 0 };
+	struct chunk_ref *r;
+	uint64_t bytes = 0, chunks = 0, pinned = 0;
+	struct tier_stats st;
+
+	ram_tier_set_pinned_fn(t, pin_key_k, "pinned");
+	cr_assert_eq(ram_tier_get(t, &p0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	for (uint64_t i = 0; i < 20; i++) {
+		struct chunk_id id = { "other", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		chunk_ref_put(r);
+	}
+	cr_assert_eq(ram_tier_contains(t, &p0), CS, "pinned chunk evicted");
+	cr_assert_eq(ram_tier_evict(t, &p0, &bytes), RAM_EVICT_PINNED);
+	ram_tier_evict_all(t, &chunks, &bytes, &pinned);
+	cr_assert_eq(chunks, 1);
+	cr_assert_eq(pinned, 1);
+	cr_assert_eq(ram_tier_contains(t, &p0), CS);
+	/* unpinned: evictable on request, and gone */
+	cr_assert(ram_tier_pin(t, &p0, false));
+	bytes = 0;
+	cr_assert_eq(ram_tier_evict(t, &p0, &bytes), RAM_EVICT_DONE);
+	cr_assert_eq(bytes, CS);
+	cr_assert_eq(ram_tier_contains(t, &p0), 0);
+	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_ABSENT);
+	/* a chunk in use is not evicted under its reader */
+	cr_assert_eq(ram_tier_get(t, &u, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_BUSY);
+	chunk_ref_put(r);
+	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_DONE);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.entries, 0);
+	/* every slot pinned: a reader overflows, nothing is lost */
+	ram_tier_set_pinned_fn(t, pin_key_k, "other");
+	for (uint64_t i = 0; i < 2; i++) {
+		struct chunk_id id = { "other", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		chunk_ref_put(r);
+	}
+	cr_assert_eq(ram_tier_get(t, &p0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.overflow, 1);
+	ram_tier_free(t);
+}
