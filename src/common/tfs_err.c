@@ -29,6 +29,7 @@ const char *tfs_strerror(int rc)
 	case TFS_E_ISDIR: return "is a directory";
 	case TFS_E_NOTDIR: return "not a directory";
 	case TFS_E_NAMETOOLONG: return "name too long";
+	case TFS_E_INTR: return "cancelled";
 	}
 	return "unknown error";
 }
@@ -52,6 +53,7 @@ int tfs_err_to_errno(int rc)
 	case TFS_E_ISDIR: return EISDIR;
 	case TFS_E_NOTDIR: return ENOTDIR;
 	case TFS_E_NAMETOOLONG: return ENAMETOOLONG;
+	case TFS_E_INTR: return EINTR;
 	default: return EIO;   /* IO, CONNECT, PROTO and anything unknown */
 	}
 }

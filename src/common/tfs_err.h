@@ -30,6 +30,7 @@ enum tfs_err {
 	TFS_E_ISDIR = -15,
 	TFS_E_NOTDIR = -16,
 	TFS_E_NAMETOOLONG = -17,
+	TFS_E_INTR = -18,      /* cancelled by the one who asked */
 };
 
 /* Short human text for rc (static storage, never NULL).  Thread-safe. */

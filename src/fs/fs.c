@@ -38,7 +38,6 @@
 #include "tiers/ssd_tier.h"
 
 #define LIST_MAX_ENTRIES (4u * 1024 * 1024)  /* bound on one directory snapshot */
-#define CACHE_ID_MAX (OBJ_ETAG_MAX + 48)
 #define DIR_STASH 64          /* forgotten directories whose listing is kept */
 #define RELIST_MAX 10000      /* a stale listing this big or smaller is fetched again
 			       * whole (10 pages) instead of a HEAD per file */
@@ -83,6 +82,7 @@ struct fs_node {
 	struct dir_listing *listing;
 	struct ra_dir ra;          /* dirs: opens of its files in listing order */
 	bool relisting;            /* dirs: a listing fetch is under way (dir_relist) */
+	int relist_rc;             /* dirs: how the last one ended */
 	struct fs_node *next_ino, *next_name;
 };
 
@@ -732,9 +732,12 @@ static void stash_clear(struct dir_stash *s)
 static void stash_put(struct tfs_fs *fs, struct fs_node *n)
 {
 	struct dir_stash *s = &fs->stash[fs->stash_next];
-	char *key = strdup(n->key);
+	char *key;
 
-	if (!key)
+	/* a huge listing is not kept for a directory nobody holds: 64 of
+	 * them would be an unbounded share of memory (a million-entry
+	 * listing is ~100 MB); one up to RELIST_MAX is cheap to keep */
+	if (n->listing->n > RELIST_MAX || !(key = strdup(n->key)))
 		return;
 	stash_clear(s);
 	s->key = key;
@@ -980,6 +983,7 @@ static int dir_relist(struct tfs_fs *fs, uint64_t ino)
 	struct dir_listing *l = NULL;
 	struct fs_node *n;
 	uint64_t wall;
+	bool waited = false;
 	char *key;
 	int rc;
 
@@ -989,9 +993,12 @@ static int dir_relist(struct tfs_fs *fs, uint64_t ino)
 			return TFS_E_NOENT;
 		if (n->listing && fresh(fs, n->listing->fetched_us))
 			return TFS_OK;
+		if (!n->relisting && waited)
+			return n->relist_rc;   /* the fetch we waited for failed: not once more each */
 		if (!n->relisting)
 			break;
 		pthread_cond_wait(&fs->relisted, &fs->lock);
+		waited = true;
 	}
 	key = strdup(n->key);
 	if (!key)
@@ -1006,6 +1013,7 @@ static int dir_relist(struct tfs_fs *fs, uint64_t ino)
 	n = node_by_ino(fs, ino);
 	if (n) {
 		n->relisting = false;
+		n->relist_rc = rc;
 		if (rc == TFS_OK && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
 			listing_put(n->listing);
 			n->listing = listing_get(l);
@@ -1703,4 +1711,108 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs)
 {
 	return fs->cache;
+}
+
+/* ---- operators' requests: files by path -------------------------------- */
+
+/* Look name up in dir ino for an operator: the directory's listing is
+ * made fresh first (one LIST, not a HEAD per name, when a tool asks about
+ * thousands of files of one directory).  Adds a lookup, as fs_lookup. */
+static int admin_lookup(struct tfs_fs *fs, uint64_t parent, const char *name, struct fs_attr *a)
+{
+	struct fs_dir *d;
+
+	if (fs_opendir(fs, parent, &d) == TFS_OK)
+		fs_releasedir(fs, d);
+	return fs_lookup(fs, parent, name, a);
+}
+
+int fs_path_object(struct tfs_fs *fs, const char *path, struct fs_object *out)
+{
+	uint64_t walked[FS_PATH_DEPTH_MAX];
+	size_t depth = 0, len = strlen(path);
+	char buf[FS_PATH_MAX + 1], *comp, *save = NULL;
+	uint64_t ino = FS_ROOT_INO;
+	struct fs_attr a = { .is_dir = true };
+	struct fs_node *n;
+	int rc = TFS_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (len == 0 || len > FS_PATH_MAX || path[0] == '/')
+		return TFS_E_INVAL;
+	memcpy(buf, path, len + 1);
+	for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0 || depth == FS_PATH_DEPTH_MAX) {
+			rc = TFS_E_INVAL;
+			goto forget;
+		}
+		if (!a.is_dir) {
+			rc = TFS_E_NOTDIR;
+			goto forget;
+		}
+		rc = admin_lookup(fs, ino, comp, &a);
+		if (rc != TFS_OK)
+			goto forget;
+		walked[depth++] = ino = a.ino;
+	}
+	if (depth == 0 || a.is_dir) {
+		rc = depth == 0 ? TFS_E_INVAL : TFS_E_ISDIR;
+		goto forget;
+	}
+	/* the version a reader opening it now would get (HEAD if stale); the
+	 * node's open_serial is not touched: that is the kernel's page cache
+	 * validity, and only a real open may change it */
+	rc = file_refresh(fs, ino, NULL, NULL, NULL);
+	if (rc != TFS_OK)
+		goto forget;
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (!n || !n->ver) {
+		rc = TFS_E_NOENT;
+	} else if (!(out->key = strdup(n->key))) {
+		rc = TFS_E_NOMEM;
+	} else {
+		out->size = n->ver->size;
+		snprintf(out->etag, sizeof(out->etag), "%s", n->ver->etag);
+		snprintf(out->cache_id, sizeof(out->cache_id), "%s", n->ver->cache_id);
+	}
+	pthread_mutex_unlock(&fs->lock);
+forget:
+	while (depth > 0)
+		fs_forget(fs, walked[--depth], 1);
+	return rc;
+}
+
+void fs_object_release(struct fs_object *o)
+{
+	free(o->key);
+	o->key = NULL;
+}
+
+int fs_object_warm(struct tfs_fs *fs, const struct fs_object *o, enum pin_tier tier,
+		   bool (*stop)(void *ctx), void *stop_ctx, struct fs_warm *res)
+{
+	uint64_t cs = fs->cfg.chunk_size;
+	uint64_t n = o->size ? (o->size - 1) / cs + 1 : 0;
+	struct fill_ctx fc = { fs, o->key, o->etag, o->size };
+
+	memset(res, 0, sizeof(*res));
+	res->chunks = n;
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_id id = { o->key, o->cache_id, i };
+		size_t want = (size_t)(o->size - i * cs < cs ? o->size - i * cs : cs);
+		bool fetched;
+		int rc;
+
+		if (stop && stop(stop_ctx))
+			return TFS_E_INTR;
+		rc = chunk_cache_warm(fs->cache, &id, want, tier, chunk_fill, &fc, &fetched);
+		if (rc != TFS_OK)
+			return rc;
+		if (fetched) {
+			res->chunks_fetched++;
+			res->bytes_fetched += want;
+		}
+	}
+	return TFS_OK;
 }

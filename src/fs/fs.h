@@ -16,9 +16,13 @@
 #include <sys/uio.h>
 
 #include "s3/objstore.h"
+#include "tiers/pin_set.h"
 
 #define FS_ROOT_INO 1
 #define FS_READ_MAX_IOV 34   /* a 1 MiB read over 64 KiB chunks, + slack */
+#define FS_PATH_MAX 4096     /* an operator's path below the mount root */
+#define FS_PATH_DEPTH_MAX 256
+#define CACHE_ID_MAX (OBJ_ETAG_MAX + 48)
 
 struct fs_config {
 	struct objstore *store;    /* borrowed; outlives the fs */
@@ -114,6 +118,32 @@ void fs_read_done(struct tfs_fs *fs, struct fs_read *r);
 void fs_release(struct tfs_fs *fs, struct fs_file *f);
 
 void fs_stats(struct tfs_fs *fs, struct fs_stats *out);
+/* One version of a file, as an operator's request sees it. */
+struct fs_object {
+	char *key;                 /* full object key, owned */
+	uint64_t size;
+	char etag[OBJ_ETAG_MAX];
+	char cache_id[CACHE_ID_MAX];   /* its chunks' name (chunk_id.etag) */
+};
+
+/* The file at path, relative to the mount root ("a/b.jpg": no leading
+ * '/', no "." or ".." components), at the version an open would get now
+ * (listing or HEAD when the cached one is stale).  TFS_E_NOENT,
+ * TFS_E_ISDIR, TFS_E_NOTDIR, TFS_E_INVAL (a malformed path), or a
+ * transient error.  Release *out with fs_object_release(). */
+int fs_path_object(struct tfs_fs *fs, const char *path, struct fs_object *out);
+void fs_object_release(struct fs_object *o);
+
+struct fs_warm {
+	uint64_t chunks, chunks_fetched, bytes_fetched;
+};
+
+/* Fetch every chunk of o not yet in tier (see chunk_cache_warm()), one at
+ * a time; stop(stop_ctx) is asked before each (true: TFS_E_INTR).  Errors
+ * are the first chunk's that failed. */
+int fs_object_warm(struct tfs_fs *fs, const struct fs_object *o, enum pin_tier tier,
+		   bool (*stop)(void *ctx), void *stop_ctx, struct fs_warm *res);
+
 /* The fs's chunk cache (owned by the fs), for its counters. */
 struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs);
 

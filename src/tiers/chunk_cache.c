@@ -8,18 +8,38 @@
  */
 #include "tiers/chunk_cache.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/tfs_err.h"
+#include "tiers/access_trace.h"
+#include "tiers/pin_set.h"
 #include "tiers/ssd_tier.h"
 
 struct chunk_cache {
 	struct ram_tier *ram;
 	struct ssd_tier *ssd;
+	size_t chunk_size;
+	struct pin_set *pins;
+	/* the access trace being recorded, if any: a reader counts itself in
+	 * trace_users around its use, so a stop can wait readers out */
+	_Atomic(struct access_trace *) trace;
+	atomic_uint trace_users;
 	atomic_uint_fast64_t store_fetches, store_bytes, store_errors, served;
 };
+
+static bool ram_pinned(void *ctx, const char *key)
+{
+	return pin_set_tier(ctx, key) == PIN_RAM;
+}
+
+static bool ssd_pinned(void *ctx, const char *key)
+{
+	return pin_set_tier(ctx, key) == PIN_SSD;
+}
 
 struct chain_fill {
 	struct chunk_cache *cc;
@@ -39,22 +59,37 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 	if (!cc)
 		return NULL;
 	cc->ram = ram_tier_new(cfg->ram_bytes, cfg->chunk_size, cfg->ram_policy);
-	if (!cc->ram) {
+	cc->pins = pin_set_new();
+	if (!cc->ram || !cc->pins) {
+		ram_tier_free(cc->ram);
+		pin_set_free(cc->pins);
 		free(cc);
 		return NULL;
 	}
+	cc->chunk_size = cfg->chunk_size;
 	ram_tier_set_ahead_limit(cc->ram, cfg->ahead_bytes);
+	ram_tier_set_pinned_fn(cc->ram, ram_pinned, cc->pins);
 	cc->ssd = cfg->ssd;
+	if (cc->ssd)
+		ssd_tier_set_pinned_fn(cc->ssd, ssd_pinned, cc->pins);
 	return cc;
 }
 
 void chunk_cache_free(struct chunk_cache *cc)
 {
+	struct access_trace *t;
+
 	if (!cc)
 		return;
-	if (cc->ssd)
+	t = chunk_cache_trace_swap(cc, NULL);
+	if (t)
+		(void)access_trace_stop(t);
+	if (cc->ssd) {
 		ssd_tier_flush(cc->ssd);   /* queued writes hold RAM references */
+		ssd_tier_set_pinned_fn(cc->ssd, NULL, NULL);
+	}
 	ram_tier_free(cc->ram);
+	pin_set_free(cc->pins);
 	free(cc);
 }
 
@@ -97,11 +132,37 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 	}
 }
 
+/* Record a reader's access in the trace being recorded, if any. */
+static void trace_access(struct chunk_cache *cc, const struct chunk_id *id)
+{
+	struct access_trace *t;
+
+	if (!atomic_load_explicit(&cc->trace, memory_order_relaxed))
+		return;
+	atomic_fetch_add(&cc->trace_users, 1);
+	t = atomic_load(&cc->trace);
+	if (t)
+		access_trace_record(t, id->key, id->index);
+	atomic_fetch_sub(&cc->trace_users, 1);
+}
+
+struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct access_trace *t)
+{
+	struct access_trace *old = atomic_exchange(&cc->trace, t);
+
+	while (atomic_load(&cc->trace_users) != 0)
+		sched_yield();   /* a record takes microseconds */
+	return old;
+}
+
 int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
 		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out)
 {
 	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
-	int rc = ram_tier_get(cc->ram, id, chain_fill, &c, out);
+	int rc;
+
+	trace_access(cc, id);
+	rc = ram_tier_get(cc->ram, id, chain_fill, &c, out);
 
 	if (rc == TFS_OK)
 		write_behind(cc, id, &c, *out);
@@ -122,6 +183,171 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size
 	return rc;
 }
 
+static void release_buf(void *buf)
+{
+	free(buf);
+}
+
+int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+		     enum pin_tier tier, ram_tier_fill_fn fetch, void *ctx, bool *fetched)
+{
+	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
+	struct chunk_ref *ref;
+	size_t len;
+	void *buf;
+	int rc;
+
+	*fetched = false;
+	if (tier == PIN_RAM) {
+		rc = ram_tier_get(cc->ram, id, chain_fill, &c, &ref);
+		if (rc != TFS_OK)
+			return rc;
+		write_behind(cc, id, &c, ref);
+		chunk_ref_put(ref);
+		*fetched = c.from_store;
+		return TFS_OK;
+	}
+	if (!cc->ssd)
+		return TFS_E_INVAL;
+	len = ssd_tier_contains(cc->ssd, id);
+	if (len == expect_len)
+		return TFS_OK;
+	/* straight to SSD: a private buffer, not a RAM slot (warming a
+	 * dataset bigger than RAM must not flush what readers are using) */
+	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);
+	if (!buf)
+		return TFS_E_NOMEM;
+	rc = fetch(ctx, id, buf, cc->chunk_size, &len);
+	if (rc != TFS_OK) {
+		atomic_fetch_add(&cc->store_errors, 1);
+		free(buf);
+		return rc;
+	}
+	atomic_fetch_add(&cc->store_fetches, 1);
+	atomic_fetch_add(&cc->store_bytes, len);
+	*fetched = true;
+	if (len == 0) {
+		free(buf);
+		return TFS_OK;
+	}
+	if (!ssd_tier_store_forced(cc->ssd, id, buf, len, release_buf, buf)) {
+		/* the write queue was full (or it is stored already): let the
+		 * writer catch up, then once more; the buffer was released */
+		ssd_tier_flush(cc->ssd);
+		if (ssd_tier_contains(cc->ssd, id) == len)
+			return TFS_OK;
+		return TFS_AGAIN;
+	}
+	return TFS_OK;
+}
+
+void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
+			   uint64_t size, uint64_t *ram, uint64_t *ssd)
+{
+	uint64_t n = size ? (size - 1) / cc->chunk_size + 1 : 0;
+
+	*ram = *ssd = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_id id = { key, cache_id, i };
+
+		*ram += ram_tier_contains(cc->ram, &id);
+		if (cc->ssd)
+			*ssd += ssd_tier_contains(cc->ssd, &id);
+	}
+}
+
+void chunk_cache_evict(struct chunk_cache *cc, const char *key, const char *cache_id,
+		       uint64_t size, unsigned tiers, struct chunk_cache_evicted *ev)
+{
+	uint64_t n = size ? (size - 1) / cc->chunk_size + 1 : 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_id id = { key, cache_id, i };
+
+		if (tiers & PIN_RAM) {
+			switch (ram_tier_evict(cc->ram, &id, &ev->bytes)) {
+			case RAM_EVICT_DONE: ev->chunks++; break;
+			case RAM_EVICT_PINNED: ev->pinned++; break;
+			case RAM_EVICT_BUSY: ev->busy++; break;
+			default: break;
+			}
+		}
+		if ((tiers & PIN_SSD) && cc->ssd) {
+			switch (ssd_tier_evict(cc->ssd, &id, &ev->bytes)) {
+			case SSD_EVICT_DONE: ev->chunks++; break;
+			case SSD_EVICT_PINNED: ev->pinned++; break;
+			default: break;
+			}
+		}
+	}
+}
+
+void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_cache_evicted *ev)
+{
+	if (tiers & PIN_RAM)
+		ram_tier_evict_all(cc->ram, &ev->chunks, &ev->bytes, &ev->pinned);
+	if ((tiers & PIN_SSD) && cc->ssd)
+		ssd_tier_evict_all(cc->ssd, &ev->chunks, &ev->bytes, &ev->pinned);
+}
+
+uint64_t chunk_cache_pin_limit(struct chunk_cache *cc, enum pin_tier tier)
+{
+	struct tier_stats st;
+
+	if (tier == PIN_RAM) {
+		ram_tier_stats(cc->ram, &st);
+		return st.capacity / 2;
+	}
+	return cc->ssd ? ssd_tier_room(cc->ssd) / 10 * 9 : 0;
+}
+
+int chunk_cache_pin(struct chunk_cache *cc, const char *const *keys, const uint64_t *sizes,
+		    size_t n, enum pin_tier tier, uint64_t *would_be)
+{
+	int rc;
+
+	*would_be = 0;
+	if (tier == PIN_SSD && !cc->ssd)
+		return TFS_E_INVAL;
+	rc = pin_set_add(cc->pins, keys, sizes, n, tier, chunk_cache_pin_limit(cc, tier), would_be);
+	if (rc != TFS_OK && rc != TFS_E_NOMEM)
+		return rc;
+	/* the set first, then the chunks already present: a chunk inserted
+	 * in between asks the set (see ram_tier_set_pinned_fn) */
+	for (size_t i = 0; i < n; i++) {
+		ram_tier_pin_key(cc->ram, keys[i], tier == PIN_RAM);
+		if (cc->ssd)
+			ssd_tier_pin_key(cc->ssd, keys[i], tier == PIN_SSD);
+	}
+	return rc;
+}
+
+bool chunk_cache_unpin(struct chunk_cache *cc, const char *key)
+{
+	enum pin_tier was = pin_set_remove(cc->pins, key);
+
+	if (was == PIN_RAM)
+		ram_tier_pin_key(cc->ram, key, false);
+	else if (was == PIN_SSD && cc->ssd)
+		ssd_tier_pin_key(cc->ssd, key, false);
+	return was != PIN_NONE;
+}
+
+size_t chunk_cache_unpin_all(struct chunk_cache *cc)
+{
+	size_t n = pin_set_clear(cc->pins);
+
+	ram_tier_pin_key(cc->ram, NULL, false);
+	if (cc->ssd)
+		ssd_tier_pin_key(cc->ssd, NULL, false);
+	return n;
+}
+
+enum pin_tier chunk_cache_pinned(struct chunk_cache *cc, const char *key)
+{
+	return pin_set_tier(cc->pins, key);
+}
+
 void chunk_cache_forget_versions(struct chunk_cache *cc, const char *key, const char *keep_etag)
 {
 	if (cc->ssd)
@@ -138,11 +364,14 @@ void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out)
 	ram_tier_stats(cc->ram, &out->ram);
 	out->ram.bytes_served = atomic_load(&cc->served);
 	out->has_ssd = cc->ssd != NULL;
-	if (cc->ssd)
+	if (cc->ssd) {
 		ssd_tier_stats(cc->ssd, &out->ssd);
-	else
+		if (!out->ssd.capacity)     /* unbounded: what it may occupy now */
+			out->ssd.capacity = ssd_tier_room(cc->ssd);
+	} else
 		out->ssd = (struct tier_stats){ 0 };
 	out->store_fetches = atomic_load(&cc->store_fetches);
 	out->store_bytes = atomic_load(&cc->store_bytes);
 	out->store_errors = atomic_load(&cc->store_errors);
+	pin_set_totals(cc->pins, &out->pinned_files, &out->pinned_ram, &out->pinned_ssd);
 }

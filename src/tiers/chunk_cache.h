@@ -18,11 +18,13 @@
 #include <stdint.h>
 
 #include "tiers/chunk_id.h"
+#include "tiers/pin_set.h"
 #include "tiers/ram_tier.h"
 #include "tiers/tier_stats.h"
 
 struct chunk_cache;
 struct ssd_tier;
+struct access_trace;
 
 struct chunk_cache_config {
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
@@ -38,6 +40,14 @@ struct chunk_cache_stats {
 	uint64_t store_fetches;    /* chunk fills from the object store */
 	uint64_t store_bytes;      /* bytes those fills brought */
 	uint64_t store_errors;     /* fills that failed */
+	size_t pinned_files;       /* keys pinned by an operator */
+	uint64_t pinned_ram, pinned_ssd;   /* their bytes, per tier */
+};
+
+/* What an operator's eviction did: chunks dropped (a chunk in both tiers
+ * counts twice) and their bytes; chunks kept as pinned, or in use. */
+struct chunk_cache_evicted {
+	uint64_t chunks, bytes, pinned, busy;
 };
 
 /* NULL on bad config or out of memory. */
@@ -60,6 +70,49 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
  * call it from a read-ahead worker, never a reader. */
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
 			 ram_tier_fill_fn fetch, void *ctx);
+
+/* Bring chunk id into tier (an operator's warm-up).  PIN_RAM: as a
+ * reader's miss would (RAM, then SSD write-behind).  PIN_SSD: straight to
+ * the SSD tier, past its admission policy, in a private buffer (no RAM
+ * slot taken); nothing fetched when a copy of expect_len bytes is there.
+ * *fetched: the store supplied it.  TFS_E_INVAL: PIN_SSD without an SSD
+ * tier; TFS_AGAIN: the SSD tier would not take it (full of pins,
+ * degraded); else the fetch's errors.  Blocks for the fetch. */
+int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
+		     enum pin_tier tier, ram_tier_fill_fn fetch, void *ctx, bool *fetched);
+
+/* Bytes of one object version (size bytes, chunks of cache_id) present in
+ * RAM and on SSD.  Not an access; no I/O. */
+void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
+			   uint64_t size, uint64_t *ram, uint64_t *ssd);
+
+/* Evict one object version's chunks from tiers (a mask of PIN_RAM and
+ * PIN_SSD), or every chunk; pinned chunks and chunks in use stay.  Adds
+ * to *ev. */
+void chunk_cache_evict(struct chunk_cache *cc, const char *key, const char *cache_id,
+		       uint64_t size, unsigned tiers, struct chunk_cache_evicted *ev);
+void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_cache_evicted *ev);
+
+/* Pin keys[0..n) (sizes[i] bytes each) in tier: their chunks there are
+ * never evicted (in the other tier they are ordinary).  All or nothing:
+ * TFS_E_NOSPC when the tier's pinned bytes would exceed
+ * chunk_cache_pin_limit() (*would_be: what they would have been),
+ * TFS_E_INVAL for PIN_SSD without an SSD tier, TFS_E_TOOBIG past
+ * PIN_SET_MAX keys.  Does not fetch. */
+int chunk_cache_pin(struct chunk_cache *cc, const char *const *keys, const uint64_t *sizes,
+		    size_t n, enum pin_tier tier, uint64_t *would_be);
+/* The most a tier may hold pinned: half the RAM tier (readers need the
+ * rest), 90% of what the SSD tier may occupy. */
+uint64_t chunk_cache_pin_limit(struct chunk_cache *cc, enum pin_tier tier);
+/* Unpin key (true when it was pinned) / every key (how many were). */
+bool chunk_cache_unpin(struct chunk_cache *cc, const char *key);
+size_t chunk_cache_unpin_all(struct chunk_cache *cc);
+enum pin_tier chunk_cache_pinned(struct chunk_cache *cc, const char *key);
+
+/* Start (t) or stop (NULL) recording readers' chunk accesses into an
+ * access trace; returns the trace recorded until now (the caller stops
+ * it), after every reader that was recording into it has finished. */
+struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct access_trace *t);
 
 /* Object key is now at version keep_etag: reclaim the space of its other
  * versions' chunks (in the background). */

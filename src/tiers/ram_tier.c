@@ -699,18 +699,30 @@ static struct chunk_ref *ready_find(struct ram_tier *t, uint64_t h, const struct
 	return s && atomic_load(&s->state) == SLOT_READY ? s : NULL;
 }
 
-bool ram_tier_pin(struct ram_tier *t, const struct chunk_id *id, bool on)
+size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on)
 {
-	uint64_t h = chunk_hash(id);
-	pthread_mutex_t *sl = stripe_of(t, h);
-	struct chunk_ref *s;
+	size_t n = 0;
 
-	pthread_mutex_lock(sl);
-	s = hash_find(t, h, id);   /* a filling one too: its flag was set at insertion */
-	if (s)
-		atomic_store(&s->pinned, on);
-	pthread_mutex_unlock(sl);
-	return s != NULL;
+	/* slots change hands under evict_lock; a slot filled meanwhile took
+	 * its pin from the pinned function, which the caller updated first */
+	pthread_mutex_lock(&t->evict_lock);
+	for (size_t i = 0; i < t->n_slots; i++) {
+		struct chunk_ref *s = &t->slots[i];
+		pthread_mutex_t *sl;
+
+		if (atomic_load(&s->state) == SLOT_FREE)
+			continue;
+		sl = stripe_of(t, s->hash);
+		pthread_mutex_lock(sl);
+		if (atomic_load(&s->state) != SLOT_FREE && (!key || strcmp(s->key, key) == 0) &&
+		    atomic_load(&s->pinned) != on) {
+			atomic_store(&s->pinned, on);
+			n++;
+		}
+		pthread_mutex_unlock(sl);
+	}
+	pthread_mutex_unlock(&t->evict_lock);
+	return n;
 }
 
 size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id)

@@ -65,9 +65,9 @@ void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
  * into the tier), and changed by ram_tier_pin().  Set before use. */
 typedef bool (*ram_tier_pinned_fn)(void *ctx, const char *key);
 void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx);
-/* Pin or unpin chunk id if present (READY or being filled).  true when it
- * was present. */
-bool ram_tier_pin(struct ram_tier *t, const struct chunk_id *id, bool on);
+/* Pin or unpin the present chunks (filled or being filled) of object key,
+ * every version; key NULL: of every object.  How many changed.  O(slots). */
+size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on);
 
 /* The length of chunk id if it is present and filled, else 0.  Takes one
  * stripe lock; counts nothing (residency queries are not accesses). */

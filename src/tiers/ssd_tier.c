@@ -85,6 +85,7 @@ struct ssd_entry {
 	uint32_t hits;
 	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
 	bool touched;                /* access stats changed since loaded */
+	bool pinned;                 /* an operator pinned it: kept out of the policy */
 	enum entry_state state;
 	const char *etag;            /* into key[] */
 	char key[];                  /* key '\0' etag '\0' */
@@ -100,6 +101,7 @@ struct job {
 	size_t len;
 	ssd_tier_release_fn release;
 	void *arg;
+	bool force;                  /* STORE: an operator's warm-up, past admission */
 	char *key, *keep;            /* DROP: one allocation; keep may be NULL */
 };
 
@@ -137,6 +139,8 @@ struct ssd_tier {
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
+	ssd_tier_pinned_fn pinned_fn;   /* is a new entry's key pinned? NULL = none */
+	void *pinned_ctx;
 };
 
 #define STAT_ADD(t, f, n) atomic_fetch_add_explicit(&(t)->f, (n), memory_order_relaxed)
@@ -324,7 +328,7 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 	if (e->state == ENTRY_STORED) {
 		t->entries++;
 		t->bytes_used += e->file_bytes;
-		if (t->policy)
+		if (t->policy && !e->pinned)
 			evict_policy_insert(t->policy, e->lo);
 	}
 	table_grow(t);
@@ -345,7 +349,7 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 		assert(t->entries > 0 && t->bytes_used >= e->file_bytes);
 		t->entries--;
 		t->bytes_used -= e->file_bytes;
-		if (t->policy)
+		if (t->policy && !e->pinned)
 			evict_policy_remove(t->policy, e->lo);
 	}
 }
@@ -740,7 +744,7 @@ static void job_store(struct ssd_tier *t, struct job *j)
 		goto drop;
 	e->data_len = j->len;
 	e->file_bytes = file_bytes_of(j->len);
-	if (!make_room(t, e->file_bytes, &e->lo, &rejected))
+	if (!make_room(t, e->file_bytes, j->force ? NULL : &e->lo, &rejected))
 		goto drop;
 	e->xxh = XXH3_64bits(j->data, j->len);
 	err = chunk_file_write(t, e, j->data, j->len);
@@ -763,6 +767,7 @@ static void job_store(struct ssd_tier *t, struct job *j)
 	table_remove(t, e);
 	e->state = ENTRY_STORED;
 	e->last_access = rec.last_access;
+	e->pinned = t->pinned_fn && t->pinned_fn(t->pinned_ctx, e->key);
 	table_insert(t, e);
 	pthread_mutex_unlock(&t->lock);
 	STAT_ADD(t, insertions, 1);
@@ -1606,8 +1611,8 @@ static void queue_push(struct ssd_tier *t, struct job *j)
 	pthread_cond_signal(&t->work_cond);
 }
 
-bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		    ssd_tier_release_fn release, void *arg)
+static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
+		  ssd_tier_release_fn release, void *arg, bool force)
 {
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
@@ -1623,7 +1628,7 @@ bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *d
 	if (!e || !j)
 		goto refuse;
 	*j = (struct job){ .kind = JOB_STORE, .e = e, .data = data, .len = len,
-			   .release = release, .arg = arg };
+			   .release = release, .arg = arg, .force = force };
 	e->state = ENTRY_PENDING;
 	pthread_mutex_lock(&t->lock);
 	if (table_find(t, id, hi, lo)) {
@@ -1647,6 +1652,189 @@ refuse:
 		STAT_ADD(t, dropped, 1);
 	release(arg);
 	return false;
+}
+
+bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
+		    ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, false);
+}
+
+bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			   size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, true);
+}
+
+/* ---- residency, pins and evictions an operator asks for ---- */
+
+uint64_t ssd_tier_room(struct ssd_tier *t)
+{
+	struct statvfs sv;
+	uint64_t used, avail, reserve, room;
+
+	pthread_mutex_lock(&t->lock);
+	used = t->bytes_used;
+	pthread_mutex_unlock(&t->lock);
+	if (fstatvfs(t->dir_fd, &sv) < 0)
+		return t->capacity ? t->capacity : used;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * t->min_free_pct;
+	room = used + (avail > reserve ? avail - reserve : 0);
+	return t->capacity && t->capacity < room ? t->capacity : room;
+}
+
+void ssd_tier_set_pinned_fn(struct ssd_tier *t, ssd_tier_pinned_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	t->pinned_fn = fn;
+	t->pinned_ctx = ctx;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The STORED entry of chunk id, or NULL (lock held). */
+static struct ssd_entry *stored_find(struct ssd_tier *t, const struct chunk_id *id)
+{
+	struct ssd_entry *e;
+	uint64_t hi, lo;
+
+	if (!id_fits(id))
+		return NULL;
+	id_hash(id, &hi, &lo);
+	e = table_find(t, id, hi, lo);
+	return e && e->state == ENTRY_STORED ? e : NULL;
+}
+
+size_t ssd_tier_contains(struct ssd_tier *t, const struct chunk_id *id)
+{
+	struct ssd_entry *e;
+	size_t len = 0;
+
+	pthread_mutex_lock(&t->lock);
+	e = stored_find(t, id);
+	if (e)
+		len = (size_t)e->data_len;
+	pthread_mutex_unlock(&t->lock);
+	return len;
+}
+
+/* Hand a STORED entry, out of the table, to the writer to delete (lock
+ * held): files are unlinked by the writer only (see the invariants). */
+static void entry_doom(struct ssd_tier *t, struct ssd_entry *e)
+{
+	table_remove(t, e);
+	e->dnext = t->doomed;
+	t->doomed = e;
+	pthread_cond_signal(&t->work_cond);
+}
+
+/* Pin or unpin entry e (lock held).  A pinned entry is out of the
+ * policy, so its victims are never pinned and a tier mostly pinned still
+ * evicts; an unpinned one goes back, making room for its key. */
+static bool entry_pin(struct ssd_tier *t, struct ssd_entry *e, bool on)
+{
+	if (e->state != ENTRY_STORED || e->pinned == on)
+		return false;
+	if (on) {
+		evict_policy_remove(t->policy, e->lo);
+		e->pinned = true;
+	} else {
+		struct ssd_entry *v;
+
+		if (evict_policy_size(t->policy) >= evict_policy_capacity(t->policy) &&
+		    (v = victim_choose(t)))
+			entry_doom(t, v);
+		e->pinned = false;
+		evict_policy_insert(t->policy, e->lo);
+	}
+	return true;
+}
+
+struct pin_ctx {
+	struct ssd_tier *t;
+	bool on;
+	size_t n;
+};
+
+static int pin_cb(void *ctx, const struct chunk_id *id, const struct cache_index_rec *rec)
+{
+	struct pin_ctx *p = ctx;
+	struct ssd_entry *e;
+
+	pthread_mutex_lock(&p->t->lock);
+	e = stored_find(p->t, id);
+	if (e && entry_pin(p->t, e, p->on))
+		p->n++;
+	pthread_mutex_unlock(&p->t->lock);
+	return 0;
+}
+
+size_t ssd_tier_pin_key(struct ssd_tier *t, const char *key, bool on)
+{
+	struct pin_ctx p = { t, on, 0 };
+
+	if (key) {
+		/* every version of the key, from the index: no table walk */
+		(void)cache_index_chunk_scan_key(t->ix, key, pin_cb, &p);
+		return p.n;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < t->n_buckets; b++) {
+		struct ssd_entry *e = t->buckets[b];
+
+		while (e) {
+			if (entry_pin(t, e, on)) {
+				p.n++;
+				e = t->buckets[b];   /* a victim doomed may have been next */
+			} else {
+				e = e->hnext;
+			}
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return p.n;
+}
+
+int ssd_tier_evict(struct ssd_tier *t, const struct chunk_id *id, uint64_t *bytes)
+{
+	struct ssd_entry *e;
+	int r = SSD_EVICT_ABSENT;
+
+	pthread_mutex_lock(&t->lock);
+	e = stored_find(t, id);
+	if (e && e->pinned) {
+		r = SSD_EVICT_PINNED;
+	} else if (e) {
+		*bytes += e->data_len;
+		entry_doom(t, e);
+		STAT_ADD(t, evictions, 1);
+		r = SSD_EVICT_DONE;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void ssd_tier_evict_all(struct ssd_tier *t, uint64_t *chunks, uint64_t *bytes, uint64_t *pinned)
+{
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < t->n_buckets; b++) {
+		struct ssd_entry *e = t->buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			if (e->state != ENTRY_STORED)
+				continue;
+			if (e->pinned) {
+				(*pinned)++;
+				continue;
+			}
+			*bytes += e->data_len;
+			(*chunks)++;
+			entry_doom(t, e);
+			STAT_ADD(t, evictions, 1);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 void ssd_tier_drop_versions(struct ssd_tier *t, const char *key, const char *keep_etag)

@@ -79,6 +79,36 @@ typedef void (*ssd_tier_release_fn)(void *arg);
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg);
 
+/* ssd_tier_store() for an operator's warm-up: the admission policy is
+ * not asked (victims are still evicted to make room). */
+bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			   size_t len, ssd_tier_release_fn release, void *arg);
+
+/* Bytes the tier may occupy now: its capacity, or when unbounded (or the
+ * disk is fuller) what it holds plus the free space above --ssd-min-free. */
+uint64_t ssd_tier_room(struct ssd_tier *t);
+
+/* The length of chunk id if stored, else 0.  Not an access. */
+size_t ssd_tier_contains(struct ssd_tier *t, const struct chunk_id *id);
+
+/* Pinned chunks are never evicted: a chunk's pin is decided when it is
+ * stored, by fn(ctx, key) (called with the tier's lock held: fn must not
+ * call into the tier), and changed by ssd_tier_pin().  Pins are not
+ * persisted. */
+typedef bool (*ssd_tier_pinned_fn)(void *ctx, const char *key);
+void ssd_tier_set_pinned_fn(struct ssd_tier *t, ssd_tier_pinned_fn fn, void *ctx);
+/* Pin or unpin the stored chunks of object key, every version (found
+ * through the index); key NULL: of every object.  How many changed. */
+size_t ssd_tier_pin_key(struct ssd_tier *t, const char *key, bool on);
+
+/* Evict chunk id now (its file is deleted in the background; readers see
+ * a miss at once): SSD_EVICT_DONE (its bytes added to *bytes), _ABSENT or
+ * _PINNED. */
+enum { SSD_EVICT_DONE, SSD_EVICT_ABSENT, SSD_EVICT_PINNED };
+int ssd_tier_evict(struct ssd_tier *t, const struct chunk_id *id, uint64_t *bytes);
+/* Evict every stored chunk that is not pinned; adds to the counts. */
+void ssd_tier_evict_all(struct ssd_tier *t, uint64_t *chunks, uint64_t *bytes, uint64_t *pinned);
+
 /* In the background: delete every stored chunk of object key whose cache
  * id is not keep_etag (NULL: every chunk of key).  Reclaims the space of
  * versions that can never be served again. */

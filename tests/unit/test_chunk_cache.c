@@ -280,3 +280,160 @@ Test(chunk_cache, an_ssd_copy_of_another_length_is_not_used)
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }
+
+/* ---- the operator's requests: warm, residency, pin, evict ---- */
+
+static struct ssd_tier *ssd_open_cap(uint64_t chunks)
+{
+	char path[128], err[512];
+	struct ssd_tier *t = NULL;
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config c = { .dir = path, .owner = "test bucket ",
+				     .capacity = chunks * (CS + 4096), .min_free_pct = 0,
+				     .chunk_size = CS, .queue_max = 8, .policy = EVICT_LRU };
+	cr_assert_eq(ssd_tier_open(&c, &t, err, sizeof(err)), TFS_OK, "%s", err);
+	return t;
+}
+
+/* n chunks of key: read each once (RAM, then SSD write-behind). */
+static void read_chunks(struct chunk_cache *cc, struct store *s, const char *key, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct chunk_id id = { key, "e1", i };
+		struct chunk_ref *r;
+		cr_assert_eq(chunk_cache_get(cc, &id, CS - i, fetch, s, &r), TFS_OK);
+		cr_assert(bytes_ok(s, &id, r));
+		chunk_ref_put(r);
+	}
+}
+
+Test(chunk_cache, warm_into_ssd_takes_no_ram_and_later_reads_hit_ssd)
+{
+	struct ssd_tier *ssd = ssd_open();
+	struct chunk_cache_config cfg = { .ram_bytes = 4 * CS, .chunk_size = CS, .ssd = ssd };
+	struct chunk_cache *cc = chunk_cache_new(&cfg);
+	struct store s = { .seed = 7 };
+	uint64_t ram, on_ssd;
+	bool fetched;
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct chunk_id id = { "w", "e1", i };
+		cr_assert_eq(chunk_cache_warm(cc, &id, CS - i, PIN_SSD, fetch, &s, &fetched), TFS_OK);
+		cr_expect(fetched);
+	}
+	ssd_tier_flush(ssd);
+	/* the object is 3 chunks: CS, CS-1, CS-2 bytes */
+	chunk_cache_residency(cc, "w", "e1", 3 * CS - 3, &ram, &on_ssd);
+	cr_expect_eq(ram, 0, "warm --tier ssd filled RAM");
+	cr_expect_eq(on_ssd, 3 * CS - 3);
+	/* warming again fetches nothing */
+	struct chunk_id id0 = { "w", "e1", 0 };
+	cr_assert_eq(chunk_cache_warm(cc, &id0, CS, PIN_SSD, fetch, &s, &fetched), TFS_OK);
+	cr_expect(!fetched);
+	cr_expect_eq(s.fetches, 3);
+	read_chunks(cc, &s, "w", 3);
+	cr_expect_eq(s.fetches, 3, "reads after a warm-up went to the store");
+	chunk_cache_residency(cc, "w", "e1", 3 * CS - 3, &ram, &on_ssd);
+	cr_expect_eq(ram, 3 * CS - 3);
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+Test(chunk_cache, pinned_file_stays_on_a_full_ssd_until_unpinned)
+{
+	struct ssd_tier *ssd = ssd_open_cap(6);
+	struct chunk_cache_config cfg = { .ram_bytes = 2 * CS, .chunk_size = CS, .ssd = ssd };
+	struct chunk_cache *cc = chunk_cache_new(&cfg);
+	struct store s = { .seed = 9 };
+	const char *keys[] = { "pinned" };
+	uint64_t sizes[] = { 2 * CS - 1 }, would, ram, on_ssd;
+	char other[16];
+
+	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 1, PIN_SSD, &would), TFS_OK);
+	cr_expect_eq(would, 2 * CS - 1);
+	read_chunks(cc, &s, "pinned", 2);
+	for (int k = 0; k < 5; k++) {    /* 20 chunks through a 6-chunk tier */
+		snprintf(other, sizeof(other), "o%d", k);
+		read_chunks(cc, &s, other, 4);
+		ssd_tier_flush(ssd);
+	}
+	chunk_cache_residency(cc, "pinned", "e1", 2 * CS - 1, &ram, &on_ssd);
+	cr_expect_eq(on_ssd, 2 * CS - 1, "a pinned chunk left the SSD tier");
+	cr_expect_eq(chunk_cache_pinned(cc, "pinned"), PIN_SSD);
+	/* evicting it on request is refused too */
+	struct chunk_cache_evicted ev = { 0 };
+	chunk_cache_evict(cc, "pinned", "e1", 2 * CS - 1, PIN_SSD, &ev);
+	cr_expect_eq(ev.chunks, 0);
+	cr_expect_eq(ev.pinned, 2);
+	/* unpinned: ordinary again, pressure evicts it */
+	cr_assert(chunk_cache_unpin(cc, "pinned"));
+	cr_expect(!chunk_cache_unpin(cc, "pinned"));
+	for (int k = 5; k < 8; k++) {
+		snprintf(other, sizeof(other), "o%d", k);
+		read_chunks(cc, &s, other, 4);
+		ssd_tier_flush(ssd);
+	}
+	chunk_cache_residency(cc, "pinned", "e1", 2 * CS - 1, &ram, &on_ssd);
+	cr_expect_eq(on_ssd, 0, "unpinned chunks never evicted");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+Test(chunk_cache, pinning_more_than_fits_is_refused_whole)
+{
+	struct chunk_cache_config cfg = { .ram_bytes = 8 * CS, .chunk_size = CS };
+	struct chunk_cache *cc = chunk_cache_new(&cfg);
+	const char *keys[] = { "a", "b", "c" };
+	uint64_t sizes[] = { 2 * CS, 2 * CS, 1 }, would;
+	struct chunk_cache_stats st;
+
+	cr_expect_eq(chunk_cache_pin_limit(cc, PIN_RAM), 4 * CS);
+	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 3, PIN_RAM, &would), TFS_E_NOSPC);
+	cr_expect_eq(would, 4 * CS + 1);
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.pinned_files, 0, "a refused batch pinned something");
+	cr_expect_eq(chunk_cache_pinned(cc, "a"), PIN_NONE);
+	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 2, PIN_RAM, &would), TFS_OK);
+	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 2, PIN_RAM, &would), TFS_OK,
+		     "pinning the same files again counts them once");
+	cr_expect_eq(would, 4 * CS);
+	cr_assert_eq(chunk_cache_pin(cc, keys + 2, sizes + 2, 1, PIN_SSD, &would), TFS_E_INVAL,
+		     "no SSD tier");
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.pinned_files, 2);
+	cr_expect_eq(st.pinned_ram, 4 * CS);
+	cr_expect_eq(chunk_cache_unpin_all(cc), 2);
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.pinned_ram, 0);
+	chunk_cache_free(cc);
+}
+
+Test(chunk_cache, evict_drops_a_version_from_both_tiers_and_all)
+{
+	struct ssd_tier *ssd = ssd_open();
+	struct chunk_cache_config cfg = { .ram_bytes = 8 * CS, .chunk_size = CS, .ssd = ssd };
+	struct chunk_cache *cc = chunk_cache_new(&cfg);
+	struct store s = { .seed = 3 };
+	struct chunk_cache_evicted ev = { 0 };
+	uint64_t ram, on_ssd;
+
+	read_chunks(cc, &s, "x", 2);
+	read_chunks(cc, &s, "y", 2);
+	ssd_tier_flush(ssd);
+	chunk_cache_evict(cc, "x", "e1", 2 * CS - 1, PIN_RAM | PIN_SSD, &ev);
+	cr_expect_eq(ev.chunks, 4, "2 chunks in each tier");
+	cr_expect_eq(ev.bytes, 2 * (2 * CS - 1));
+	chunk_cache_residency(cc, "x", "e1", 2 * CS - 1, &ram, &on_ssd);
+	cr_expect_eq(ram + on_ssd, 0);
+	read_chunks(cc, &s, "x", 2);
+	cr_expect_eq(s.fetches, 6, "evicted chunks came from the store again");
+	memset(&ev, 0, sizeof(ev));
+	ssd_tier_flush(ssd);
+	chunk_cache_evict_all(cc, PIN_RAM, &ev);
+	cr_expect_eq(ev.chunks, 4);
+	chunk_cache_residency(cc, "y", "e1", 2 * CS - 1, &ram, &on_ssd);
+	cr_expect_eq(ram, 0);
+	cr_expect_eq(on_ssd, 2 * CS - 1, "--tier ram left SSD alone");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
