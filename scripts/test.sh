@@ -134,7 +134,8 @@ run_bin() {
 # binaries; it counts as one test
 run_sh() {
 	local b=$1 name=$2 log=$LOG_DIR/$1-$2.log
-	if TIERFS_SIM_BIN=$ROOT/$b/tierfs-sim timeout -k 10 300 bash "$ROOT/tests/$name.sh" \
+	if TIERFS_SIM_BIN=$ROOT/$b/tierfs-sim TIERFS_BIN=$ROOT/$b/tierfs \
+		timeout -k 10 300 bash "$ROOT/tests/$name.sh" \
 		>"$log" 2>&1 && ! sanitizer_report "$log"; then
 		PASSED=$((PASSED + 1))
 		echo "ok   $b/$name"
