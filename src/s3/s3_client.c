@@ -5,7 +5,8 @@
  * from the pool, sign (x-amz-date is per attempt), perform, classify,
  * give the handle back, and on a transient failure sleep a full-jitter
  * backoff (uniform in [0, min(max, base * 2^attempt)] ms, drawn from a
- * per-call xorshift state) before the next attempt.
+ * per-call xorshift state) before the next attempt.  Each perform, whatever
+ * its outcome, is timed into a lock-free latency histogram.
  *
  * Classification of one attempt:
  *   transport: refused / DNS / TLS handshake / connect timeout -> CONNECT
@@ -93,6 +94,7 @@ struct s3_client {
 
 	_Atomic uint64_t st_requests, st_gets, st_heads, st_lists, st_retries,
 		st_errors, st_bytes;
+	struct latency_hist st_latency; /* per attempt, see struct s3_stats */
 };
 
 enum rx_mode { RX_NONE, RX_BUF, RX_DYN };
@@ -388,6 +390,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	if (!c)
 		goto oom;
 	c->os.ops = &s3_objstore_ops;
+	latency_hist_init(&c->st_latency);
 	c->region = strdup(cfg->region && *cfg->region ? cfg->region : "us-east-1");
 	c->bucket = strdup(cfg->bucket);
 	if (!c->region || !c->bucket)
@@ -553,6 +556,7 @@ void s3_client_stats(struct s3_client *c, struct s3_stats *out)
 	out->retries = atomic_load_explicit(&c->st_retries, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&c->st_errors, memory_order_relaxed);
 	out->bytes_received = atomic_load_explicit(&c->st_bytes, memory_order_relaxed);
+	latency_hist_snapshot(&c->st_latency, &out->latency);
 }
 
 static void stat_add(_Atomic uint64_t *ctr, uint64_t n)
@@ -1038,6 +1042,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 {
 	struct s3_xfer x = { .op = op, .stall_ms = c->stall_ms };
 	struct curl_slist *hdrs = NULL;
+	int64_t t0;
 	CURLcode cc;
 	CURL *h;
 	int rc;
@@ -1063,7 +1068,9 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 		goto out_handle;
 	}
 	stat_add(&c->st_requests, 1);
+	t0 = mono_ns();
 	cc = curl_easy_perform(h);
+	latency_hist_record(&c->st_latency, (uint64_t)(mono_ns() - t0));
 	ei->http_status = (int)x.status;
 	if (cc != CURLE_OK) {
 		rc = classify_transport(h, cc, &x, retry, connect);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/latency_hist.h"
 #include "s3/objstore.h"
 
 struct s3_config {
@@ -79,7 +80,15 @@ struct s3_stats {
 	uint64_t retries;
 	uint64_t errors;           /* calls that failed after retries */
 	uint64_t bytes_received;   /* body bytes of successful GETs */
+	/* Duration of every completed attempt (curl_easy_perform(): connect
+	 * if any, send, wait, receive; not the wait for a pool handle nor
+	 * backoff sleeps), success or failure, retries included.  Read it
+	 * with latency_hist_quantile(); latency_hist_snap_sub() of two
+	 * s3_stats gives the attempts between them. */
+	struct latency_hist_snap latency;
 };
+/* Fill *out (about 3.3 KB: keep it off small stacks in hot loops).
+ * Thread-safe, lock-free. */
 void s3_client_stats(struct s3_client *c, struct s3_stats *out);
 
 #endif

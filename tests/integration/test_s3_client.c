@@ -182,6 +182,10 @@ Test(s3_client, put_head_get_ranges)
 	cr_assert_geq(st.heads, 2);
 	cr_assert_geq(st.bytes_received, 2 * size + 5000 + 10);
 	cr_assert_eq(st.retries, 0);
+	/* every attempt timed, on loopback well under a minute */
+	cr_assert_eq(st.latency.count, st.requests);
+	cr_assert_gt(latency_hist_quantile(&st.latency, 0.5), 0);
+	cr_assert_lt(st.latency.max_ns, 60ull * 1000000000);
 
 	cr_assert_eq(s3_client_delete(c, "obj.bin", &ei), TFS_OK);
 	cr_assert_eq(objstore_head(os, "obj.bin", &m, &ei), TFS_E_NOENT);
@@ -1044,6 +1048,9 @@ Test(s3_client, transient_faults_are_retried, .fini = proxy_fini)
 	 * curl, which replays a request once when a reused connection died */
 	cr_assert_geq(st.retries, 6, "retries %llu", (unsigned long long)st.retries);
 	cr_assert_eq(st.errors, 0);
+	/* failed attempts are timed too: the stalled one took over 1 s */
+	cr_assert_eq(st.latency.count, st.requests);
+	cr_assert_geq(latency_hist_quantile(&st.latency, 1.0), 1000000000ull);
 	s3_client_free(c);
 	proxy_stop(&p);
 	free(buf);
