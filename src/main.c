@@ -22,6 +22,10 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
+#include "ctl/cli.h"
+#include "ctl/ctl_daemon.h"
+#include "ctl/ctl_path.h"
+#include "ctl/ctl_server.h"
 #include "fs/fs.h"
 #include "fuse/fuse_ops.h"
 #include "s3/s3_client.h"
@@ -32,6 +36,8 @@
 static const char usage_text[] =
 	"usage: tierfs mount s3://BUCKET[/PREFIX] MOUNTPOINT [options]\n"
 	"       tierfs unmount MOUNTPOINT\n"
+	"       tierfs stats|warm|pin|unpin|evict|residency|trace|epoch|config|ping ...\n"
+	"                (the control socket's commands: tierfs COMMAND --help)\n"
 	"       tierfs --help | --version\n"
 	"\n"
 	"Mount options (each also a key of the --config file):\n"
@@ -428,6 +434,9 @@ static int cmd_mount(int argc, char **argv)
 	struct tfs_fs *fs = NULL;
 	struct ssd_tier *ssd = NULL;
 	struct stats_thread stt = { 0 };
+	struct ctl_daemon *ctl = NULL;
+	struct ctl_server *ctl_srv = NULL;
+	char sock_path[PATH_MAX], cred_desc[512];
 	struct tfs_errinfo ei;
 	struct mount_state ms = { -1, false };
 	char fsname[300], err[512];
@@ -463,6 +472,17 @@ static int cmd_mount(int argc, char **argv)
 	rc = s3_creds_resolve(cfg.profile, &creds, &ei);
 	if (rc < 0) {
 		fprintf(stderr, "tierfs: credentials: %s\n", ei.message[0] ? ei.message : tfs_strerror(rc));
+		goto out;
+	}
+	/* what `tierfs config` shows: never more than a key id's first 4 */
+	if (creds)
+		snprintf(cred_desc, sizeof(cred_desc), "%s, key %.4s...", creds->source,
+			 creds->access_key ? creds->access_key : "");
+	else
+		snprintf(cred_desc, sizeof(cred_desc), "none (anonymous requests)");
+	if (ctl_path_socket(cfg.mountpoint, geteuid(), true, sock_path, sizeof(sock_path), err,
+			    sizeof(err)) != TFS_OK) {
+		fprintf(stderr, "tierfs: control socket: %s\n", err);
 		goto out;
 	}
 
@@ -565,6 +585,23 @@ static int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "tierfs: out of memory setting up the file system\n");
 		goto out;
 	}
+	{
+		struct ctl_daemon_config dc = {
+			.fs = fs, .client = client, .cfg = &cfg,
+			.credentials = cred_desc, .socket_path = sock_path,
+		};
+		ctl = ctl_daemon_new(&dc);
+	}
+	if (!ctl) {
+		fprintf(stderr, "tierfs: out of memory setting up the control socket\n");
+		goto out;
+	}
+	if (ctl_server_start(sock_path, ctl_daemon_handle, ctl, &ctl_srv, err, sizeof(err)) != TFS_OK) {
+		fprintf(stderr, "tierfs: mount failed: %s\n", err);
+		goto out;
+	}
+	printf("tierfs: control socket %s\n", sock_path);
+	fflush(stdout);
 	stt.fs = fs;
 	stt.client = client;
 	stt.started = pthread_create(&stt.th, NULL, stats_run, &stt) == 0;
@@ -599,6 +636,8 @@ static int cmd_mount(int argc, char **argv)
 	status = 0;
 out:
 	stats_thread_stop(&stt);
+	ctl_server_stop(ctl_srv);  /* before what its requests use */
+	ctl_daemon_free(ctl);
 	if (ms.ready_fd >= 0)
 		close(ms.ready_fd);   /* parent sees EOF: failure */
 	fs_free(fs);              /* first: it flushes writes queued on the SSD tier */
@@ -638,6 +677,8 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
+		fputs("\nControl commands (over the mount's control socket, docs/control.md):\n", stdout);
+		cli_usage(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
@@ -645,6 +686,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (cli_is_command(argv[1]))
+		return cli_main(argc, argv);
 	if (strcmp(argv[1], "mount") == 0)
 		return cmd_mount(argc - 2, argv + 2);
 	if (strcmp(argv[1], "unmount") == 0 || strcmp(argv[1], "umount") == 0)

@@ -603,7 +603,7 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	cr_assert_eq(pinned, 1);
 	cr_assert_eq(ram_tier_contains(t, &p0), CS);
 	/* unpinned: evictable on request, and gone */
-	cr_assert(ram_tier_pin(t, &p0, false));
+	cr_assert_eq(ram_tier_pin_key(t, "pinned", false), 1);
 	bytes = 0;
 	cr_assert_eq(ram_tier_evict(t, &p0, &bytes), RAM_EVICT_DONE);
 	cr_assert_eq(bytes, CS);

@@ -1,0 +1,37 @@
+/* ctl_daemon.h - what the daemon answers on its control socket: the
+ * handlers of every request of docs/control.md, over the fs, the chunk
+ * cache and the S3 client of one mount.
+ *
+ * Thread-safe: requests run concurrently on the server's connection
+ * threads; the epoch snapshot and the trace have their own lock.
+ */
+#ifndef TIERFS_CTL_DAEMON_H
+#define TIERFS_CTL_DAEMON_H
+
+#include "ctl/ctl_proto.h"
+
+struct tfs_fs;
+struct s3_client;
+struct tierfs_config;
+struct json_object;
+
+struct ctl_daemon_config {
+	struct tfs_fs *fs;                 /* borrowed: outlive the daemon object */
+	struct s3_client *client;
+	const struct tierfs_config *cfg;
+	const char *credentials;           /* where credentials came from, the key id
+					    * shortened ("environment, key AKIA..."); copied */
+	const char *socket_path;           /* copied */
+};
+
+struct ctl_daemon;
+
+/* NULL on out of memory. */
+struct ctl_daemon *ctl_daemon_new(const struct ctl_daemon_config *c);
+/* Stops a trace being recorded.  The server must be stopped first. */
+void ctl_daemon_free(struct ctl_daemon *d);
+
+/* A ctl_handler_fn (ctx = the ctl_daemon). */
+struct json_object *ctl_daemon_handle(void *ctx, const struct ctl_request *req, int fd);
+
+#endif
