@@ -231,12 +231,10 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 		return TFS_OK;
 	}
 	if (!ssd_tier_store_forced(cc->ssd, id, buf, len, release_buf, buf)) {
-		/* the write queue was full (or it is stored already): let the
-		 * writer catch up, then once more; the buffer was released */
+		/* refused (the buffer is released): fine if a copy is stored
+		 * or queued already, else the tier is degraded or stopping */
 		ssd_tier_flush(cc->ssd);
-		if (ssd_tier_contains(cc->ssd, id) == len)
-			return TFS_OK;
-		return TFS_AGAIN;
+		return ssd_tier_contains(cc->ssd, id) == len ? TFS_OK : TFS_AGAIN;
 	}
 	return TFS_OK;
 }

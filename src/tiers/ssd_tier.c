@@ -1636,6 +1636,11 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
+	/* an operator's warm-up waits for room in the queue: its chunk was
+	 * fetched for this and nothing else (a reader's write-behind is not
+	 * worth a reader's wait: it is dropped) */
+	while (force && !t->stopping && t->q_stores >= t->queue_max)
+		pthread_cond_wait(&t->done_cond, &t->lock);
 	if (t->stopping || t->q_stores >= t->queue_max) {
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;

@@ -80,7 +80,8 @@ bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *d
 		    ssd_tier_release_fn release, void *arg);
 
 /* ssd_tier_store() for an operator's warm-up: the admission policy is
- * not asked (victims are still evicted to make room). */
+ * not asked (victims are still evicted to make room), and a full write
+ * queue is waited for, not a refusal. */
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg);
 
