@@ -37,8 +37,11 @@ struct fs_config {
 				    * its reader, within a file and across a directory's
 				    * files; < chunk_size = read-ahead off */
 	unsigned read_ahead_files; /* files read ahead across a directory */
-	uint64_t read_ahead_mem;   /* read-ahead, all streams: in flight plus fetched and
-				    * not yet read is at most this (RAM tier memory) */
+	uint64_t read_ahead_mem;   /* read-ahead, all streams: queued or in flight is at
+				    * most this, and so is what the RAM tier keeps from
+				    * eviction for it (fetched, not yet read, among the
+				    * latest issued); older unread chunks are ordinary
+				    * cache, evicted by the policy */
 	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
 	uid_t uid;
 	gid_t gid;
