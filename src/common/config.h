@@ -45,6 +45,7 @@ struct tierfs_config {
 	uint64_t read_ahead;       /* bytes per stream; 0 = off; UINT64_MAX = 8 chunks */
 	unsigned read_ahead_files; /* files read ahead across a directory */
 	uint64_t read_ahead_mem;   /* bytes, all streams; UINT64_MAX = half the RAM tier */
+	unsigned scan_prefetch;    /* fetchers for a job consuming a directory in any order */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;
 	unsigned max_retries;

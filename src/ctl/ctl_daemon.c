@@ -186,6 +186,8 @@ static struct json_object *counters_json(const struct counters *c, const struct 
 	add_u64(x, "dropped", SINCE(&c->cc.ram, rb, ahead_dropped));
 	add_u64(x, "refused", SINCE(&c->fs, b ? &b->fs : NULL, ra_refused));
 	add_u64(x, "files", SINCE(&c->fs, b ? &b->fs : NULL, ra_files));
+	add_u64(x, "scan_files", SINCE(&c->fs, b ? &b->fs : NULL, scan_files));
+	add_u64(x, "scan_bytes", SINCE(&c->fs, b ? &b->fs : NULL, scan_bytes));
 	json_object_object_add(o, "readahead", x);
 	x = json_object_new_object();
 	add_u64(x, "requests", SINCE(&c->s3, b ? &b->s3 : NULL, requests));

@@ -34,6 +34,7 @@
 #include "fs/keypath.h"
 #include "fs/prefetch.h"
 #include "fs/readahead.h"
+#include "fs/scan.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
 
@@ -117,6 +118,17 @@ struct dir_stash {
 	struct ra_dir ra;
 };
 
+/* A directory being consumed in any order (see scan.h): its listing as
+ * the scan saw it (a reference; entries are immutable) and the marks. */
+#define SCAN_DIRS 16           /* directories scanned at once */
+#define SCAN_THREADS_MAX 32
+
+struct scan_dir {
+	char *dirkey;              /* NULL = a free slot */
+	struct dir_listing *listing;
+	struct ra_scan st;
+};
+
 struct tfs_fs {
 	struct fs_config cfg;
 	char *prefix;
@@ -134,9 +146,21 @@ struct tfs_fs {
 	size_t stash_next;
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 	atomic_uint_fast64_t ra_files;   /* files read ahead across a directory */
+	/* directory scans: scan_lock guards scans[] and scan_stop; never
+	 * taken with fs->lock held, nor fs->lock with it */
+	pthread_mutex_t scan_lock;
+	pthread_cond_t scan_cond;
+	struct scan_dir scans[SCAN_DIRS];
+	size_t scan_next;             /* round-robin start of the workers */
+	bool scan_stop;
+	unsigned n_scan_threads;
+	pthread_t scan_threads[SCAN_THREADS_MAX];
+	atomic_uint_fast64_t scan_files, scan_bytes;
 };
 
 static void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled);
+static void *scan_worker(void *arg);
+static void scan_stop_all(struct tfs_fs *fs);
 
 /* Source times are in microseconds: a listing fetched and a HEAD answered
  * within one millisecond must still be ordered. */
@@ -871,6 +895,13 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->relisted, NULL);
 	node_link(fs, root);
+	pthread_mutex_init(&fs->scan_lock, NULL);
+	pthread_cond_init(&fs->scan_cond, NULL);
+	for (unsigned i = 0; i < cfg->scan_threads && i < SCAN_THREADS_MAX; i++) {
+		if (pthread_create(&fs->scan_threads[i], NULL, scan_worker, fs) != 0)
+			break;             /* fewer fetchers: slower, not wrong */
+		fs->n_scan_threads++;
+	}
 	return fs;
 fail:
 	if (root)
@@ -903,6 +934,7 @@ void fs_free(struct tfs_fs *fs)
 {
 	if (!fs)
 		return;
+	scan_stop_all(fs);              /* its workers fill the cache too */
 	prefetch_pool_free(fs->pool);   /* its jobs fill the cache */
 	while (fs->files.next != &fs->files) {
 		struct fs_handle_link *l = fs->files.next;
@@ -1595,6 +1627,204 @@ static void ra_dir_open(struct tfs_fs *fs, uint64_t ino)
 	ra_dir_issued(&d->ra, i > from ? i : from);
 }
 
+/* ---- directory scans: a job consuming a directory in any order ---------- */
+
+/* What a scan may have handed out, all directories together, this epoch:
+ * what the SSD tier may hold (as much of the dataset as the cache takes),
+ * else the read-ahead memory (RAM only). */
+static uint64_t scan_budget(struct tfs_fs *fs)
+{
+	if (fs->cfg.ssd)
+		return chunk_cache_pin_limit(fs->cache, PIN_SSD);
+	return fs->cfg.read_ahead_mem;
+}
+
+static void scan_slot_clear(struct scan_dir *sd)
+{
+	free(sd->dirkey);
+	listing_put(sd->listing);
+	ra_scan_release(&sd->st);
+	memset(sd, 0, sizeof(*sd));
+}
+
+/* File node ino was opened: mark it in its directory's scan (started, or
+ * restarted for a new listing, here).  Takes fs->lock, then scan_lock. */
+static void scan_open(struct tfs_fs *fs, uint64_t ino)
+{
+	struct fs_node *n, *d;
+	const struct dir_entry *e;
+	struct dir_listing *l = NULL;
+	struct scan_dir *sd = NULL;
+	char *dirkey = NULL;
+	size_t idx = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (n && !n->is_dir && (d = node_by_ino(fs, n->parent)) && d->listing &&
+	    d->listing->n >= SCAN_TRIGGER && (e = listing_find(d->listing, n->name)) &&
+	    (dirkey = strdup(d->key))) {
+		l = listing_get(d->listing);
+		idx = (size_t)(e - l->ents);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!l)
+		return;
+	pthread_mutex_lock(&fs->scan_lock);
+	for (size_t i = 0; i < SCAN_DIRS && !sd; i++)
+		if (fs->scans[i].dirkey && strcmp(fs->scans[i].dirkey, dirkey) == 0)
+			sd = &fs->scans[i];
+	if (sd && sd->listing != l)
+		scan_slot_clear(sd);   /* listed again since: marks of old indexes mean nothing */
+	if (!sd || !sd->dirkey) {
+		/* a free slot, else the one opened least lately */
+		struct scan_dir *old = NULL;
+
+		for (size_t i = 0; i < SCAN_DIRS && !(sd && !sd->dirkey); i++) {
+			struct scan_dir *c = &fs->scans[i];
+			if (!c->dirkey)
+				sd = c;
+			else if (!old || c->st.last_open_us < old->st.last_open_us)
+				old = c;
+		}
+		if (!sd || sd->dirkey) {
+			sd = old;
+			scan_slot_clear(sd);
+		}
+		if (ra_scan_init(&sd->st, l->n) != 0) {
+			pthread_mutex_unlock(&fs->scan_lock);
+			listing_put(l);
+			free(dirkey);
+			return;
+		}
+		sd->dirkey = dirkey;
+		sd->listing = l;
+		dirkey = NULL;
+		l = NULL;
+	}
+	if (ra_scan_on_open(&sd->st, idx, now_us()))
+		pthread_cond_broadcast(&fs->scan_cond);
+	pthread_mutex_unlock(&fs->scan_lock);
+	listing_put(l);
+	free(dirkey);
+}
+
+/* One file handed out by a scan, copied: the worker fetches it unlocked. */
+struct scan_job {
+	char *key;
+	struct obj_meta meta;
+	char cache_id[CACHE_ID_MAX];
+};
+
+/* The next file any active scan hands out (scan_lock held). */
+static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
+{
+	uint64_t budget = scan_budget(fs), total = 0, now = now_us();
+
+	for (size_t i = 0; i < SCAN_DIRS; i++)
+		total += fs->scans[i].st.bytes_taken;
+	for (size_t k = 0; k < SCAN_DIRS; k++) {
+		struct scan_dir *sd = &fs->scans[(fs->scan_next + k) % SCAN_DIRS];
+		uint64_t mine = sd->st.bytes_taken;
+		uint64_t room = budget > total - mine ? budget - (total - mine) : 0;
+		size_t idx;
+
+		if (!sd->dirkey)
+			continue;
+		while (ra_scan_take(&sd->st, now, room, &idx)) {
+			const struct dir_entry *e = &sd->listing->ents[idx];
+			size_t dl = strlen(sd->dirkey), nl = strlen(e->name);
+
+			if (e->is_dir || e->size == 0)
+				continue;
+			if (!(j->key = malloc(dl + nl + 1)))
+				return false;
+			memcpy(j->key, sd->dirkey, dl);
+			memcpy(j->key + dl, e->name, nl + 1);
+			entry_meta(e, &j->meta);
+			cache_id_of(&j->meta, j->cache_id, sizeof(j->cache_id));
+			ra_scan_account(&sd->st, e->size);
+			fs->scan_next = (fs->scan_next + k + 1) % SCAN_DIRS;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Fetch the file's chunks into the cache: to the SSD tier when there is
+ * one (past its admission: the job will read it this epoch), else ahead
+ * into RAM.  Small files are one GET, sized by the listing (no HEAD). */
+static void scan_fetch(struct tfs_fs *fs, const struct scan_job *j)
+{
+	uint64_t cs = fs->cfg.chunk_size, size = j->meta.size, got = 0;
+	struct fill_ctx fc = { fs, j->key, j->meta.etag, size };
+
+	for (uint64_t i = 0; i * cs < size; i++) {
+		struct chunk_id id = { j->key, j->cache_id, i };
+		size_t want = (size_t)(size - i * cs < cs ? size - i * cs : cs);
+		bool fetched = false;
+		int rc;
+
+		pthread_mutex_lock(&fs->scan_lock);
+		rc = fs->scan_stop;
+		pthread_mutex_unlock(&fs->scan_lock);
+		if (rc)
+			return;
+		if (fs->cfg.ssd)
+			rc = chunk_cache_warm(fs->cache, &id, want, PIN_SSD, chunk_fill, &fc, &fetched);
+		else
+			rc = chunk_cache_prefetch(fs->cache, &id, want, chunk_fill, &fc);
+		if (rc != TFS_OK && rc != TFS_AGAIN)
+			return;             /* the object changed or the store fails: a reader will say */
+		if (fetched || (!fs->cfg.ssd && rc == TFS_OK))
+			got += want;
+	}
+	/* counted only when the scan brought something the cache lacked */
+	if (got) {
+		atomic_fetch_add(&fs->scan_bytes, got);
+		atomic_fetch_add(&fs->scan_files, 1);
+	}
+}
+
+static void *scan_worker(void *arg)
+{
+	struct tfs_fs *fs = arg;
+	struct scan_job j;
+
+	pthread_mutex_lock(&fs->scan_lock);
+	while (!fs->scan_stop) {
+		struct timespec ts;
+
+		if (!scan_next_job(fs, &j)) {
+			/* nothing now: an open or, for an idle scan, time will tell */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&fs->scan_cond, &fs->scan_lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&fs->scan_lock);
+		scan_fetch(fs, &j);
+		free(j.key);
+		pthread_mutex_lock(&fs->scan_lock);
+	}
+	pthread_mutex_unlock(&fs->scan_lock);
+	return NULL;
+}
+
+static void scan_stop_all(struct tfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->scan_lock);
+	fs->scan_stop = true;
+	pthread_cond_broadcast(&fs->scan_cond);
+	pthread_mutex_unlock(&fs->scan_lock);
+	for (unsigned i = 0; i < fs->n_scan_threads; i++)
+		pthread_join(fs->scan_threads[i], NULL);
+	fs->n_scan_threads = 0;
+	for (size_t i = 0; i < SCAN_DIRS; i++)
+		scan_slot_clear(&fs->scans[i]);
+	pthread_cond_destroy(&fs->scan_cond);
+	pthread_mutex_destroy(&fs->scan_lock);
+}
+
 int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
 {
 	struct fs_file *f = calloc(1, sizeof(*f));
@@ -1619,6 +1849,8 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 		ra_dir_open(fs, ino);
 		pthread_mutex_unlock(&fs->lock);
 	}
+	if (fs->n_scan_threads)
+		scan_open(fs, ino);
 	*out = f;
 	return TFS_OK;
 }
@@ -1701,6 +1933,8 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->lookups_remote = atomic_load(&fs->lookups_remote);
 	out->open_files = atomic_load(&fs->open_files);
 	out->ra_files = atomic_load(&fs->ra_files);
+	out->scan_files = atomic_load(&fs->scan_files);
+	out->scan_bytes = atomic_load(&fs->scan_bytes);
 	out->ra_refused = fs->pool ? prefetch_pool_refused(fs->pool) : 0;
 	out->ra_held = fs->pool ? prefetch_pool_held(fs->pool) : 0;
 	pthread_mutex_lock(&fs->lock);

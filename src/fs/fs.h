@@ -43,6 +43,8 @@ struct fs_config {
 				    * latest issued); older unread chunks are ordinary
 				    * cache, evicted by the policy */
 	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
+	unsigned scan_threads;     /* files fetched at once for a job consuming a directory in
+				    * any order (fs/scan.h); 0 = off */
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode;
@@ -83,6 +85,7 @@ struct fs_stats {
 	uint64_t ra_files;             /* files read ahead across a directory */
 	uint64_t ra_refused;           /* read-ahead chunks not issued: the bound was reached */
 	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
+	uint64_t scan_files, scan_bytes;   /* fetched for jobs consuming a directory */
 };
 
 /* NULL on bad config or out of memory. */

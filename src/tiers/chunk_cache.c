@@ -212,6 +212,24 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 	len = ssd_tier_contains(cc->ssd, id);
 	if (len == expect_len)
 		return TFS_OK;
+	/* in RAM or on its way there (a reader's fill): copy it from there,
+	 * rather than a second GET for the same bytes */
+	if (ram_tier_present(cc->ram, id)) {
+		struct chunk_ref *ref;
+
+		rc = ram_tier_get(cc->ram, id, chain_fill, &c, &ref);
+		if (rc != TFS_OK)
+			return rc;
+		if (c.from_store)      /* evicted meanwhile: fetched after all */
+			*fetched = true;
+		if (chunk_ref_len(ref) > 0) {
+			struct chunk_ref *d = chunk_ref_dup(ref);
+			(void)ssd_tier_store_forced(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+						    release_ref, d);   /* refused: stored already */
+		}
+		chunk_ref_put(ref);
+		return TFS_OK;
+	}
 	/* straight to SSD: a private buffer, not a RAM slot (warming a
 	 * dataset bigger than RAM must not flush what readers are using) */
 	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);

@@ -725,6 +725,18 @@ size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on)
 	return n;
 }
 
+bool ram_tier_present(struct ram_tier *t, const struct chunk_id *id)
+{
+	uint64_t h = chunk_hash(id);
+	pthread_mutex_t *sl = stripe_of(t, h);
+	bool present;
+
+	pthread_mutex_lock(sl);
+	present = hash_find(t, h, id) != NULL;
+	pthread_mutex_unlock(sl);
+	return present;
+}
+
 size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id)
 {
 	uint64_t h = chunk_hash(id);

@@ -73,6 +73,10 @@ size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on);
  * stripe lock; counts nothing (residency queries are not accesses). */
 size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id);
 
+/* Is chunk id filled or being filled?  (A fill in flight will be stored
+ * on SSD by its own write-behind.) */
+bool ram_tier_present(struct ram_tier *t, const struct chunk_id *id);
+
 /* Evict chunk id now, on an operator's request: RAM_EVICT_DONE (its bytes
  * added to *bytes), _ABSENT, _PINNED, or _BUSY (being read or filled). */
 enum { RAM_EVICT_DONE, RAM_EVICT_ABSENT, RAM_EVICT_PINNED, RAM_EVICT_BUSY };

@@ -203,3 +203,36 @@ Test(readahead, failed_read_ahead_gets_cost_the_reader_nothing_but_time)
 	it_proxy_clear(&proxy);
 	it_unmount_ok(&env, &mnt);
 }
+
+/* A job reading the directory's files once each in a shuffled order:
+ * after 16 of them the directory scan fetches the others ahead (the proxy
+ * answers after 50 ms, so it has time to), every byte is exact, and no
+ * file is fetched twice (the scan and the reader share fills). */
+Test(readahead, shuffled_epoch_is_fetched_ahead_once)
+{
+	char out[256], rel[64];
+	int order[N_IMGS];
+
+	mount_ra(NULL);
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=50", out, sizeof(out)), 200);
+	for (int i = 0; i < N_IMGS; i++)
+		order[i] = (i * 17 + 5) % N_IMGS;   /* 17 is prime to 40: a permutation */
+	/* a loader lists its dataset first (ImageFolder, a file list) */
+	it_fmt(rel, sizeof(rel), "%s/imgs", mnt.dir);
+	DIR *d = opendir(rel);
+	cr_assert_not_null(d);
+	while (readdir(d))
+		;
+	closedir(d);
+	for (int k = 0; k < N_IMGS; k++) {
+		it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", order[k]);
+		read_seq_exact(rel, 1000 + (uint64_t)order[k], IMG_SIZE + (uint64_t)order[k],
+			       128 * 1024);
+	}
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", out, sizeof(out)), 200);
+	long long scanned = it_daemon_stat(&mnt, "ra.scan_files");
+	cr_expect_gt(scanned, 0, "the scan fetched nothing ahead");
+	cr_expect_leq(scanned, N_IMGS - 16, "the scan fetched files already opened");
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
+	it_unmount_ok(&env, &mnt);
+}

@@ -9,6 +9,10 @@
 #include "fake_objstore.h"
 #include "fs/fs.h"
 #include "tiers/chunk_cache.h"
+#include "fs/scan.h"
+#include <unistd.h>
+
+#define SCAN_TRIGGER_FOR_TEST SCAN_TRIGGER
 
 #define CS (64u * 1024)
 
@@ -712,4 +716,94 @@ Test(fs_ra, stale_listing_is_fetched_again_once_not_a_head_per_file)
 	cr_expect_geq(store->lists - lists, 1);
 	cr_expect_leq(store->lists - lists, 3, "%d listings", store->lists - lists);
 	cr_expect_eq(store->heads, heads, "no HEAD per file");
+}
+
+/* A mount with directory scans (4 fetchers) and room for them in RAM. */
+static struct tfs_fs *mount_scan_fs(void)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = 60000,
+		.chunk_size = CS, .ram_bytes = 256 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555, .read_ahead_mem = 128 * CS,
+		.scan_threads = 4,
+	};
+	struct tfs_fs *f = fs_new(&c);
+
+	cr_assert_not_null(f);
+	return f;
+}
+
+/* A job opening a directory's files once each in shuffled order: after
+ * SCAN_TRIGGER of them, the others are fetched in the background (one GET
+ * each, no HEAD: sizes from the listing), and the job's reads of them are
+ * cache hits with the right bytes. */
+Test(fs, shuffled_epoch_is_fetched_ahead_by_the_directory_scan, .timeout = 30)
+{
+	enum { N = 64 };
+	unsigned order[N];
+	char name[32];
+	uint64_t dir;
+	int gets_before;
+	struct fs_stats st;
+
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "ds/s%03u", i);
+		put_pattern(name, 1000 + i, 100 + i);
+		order[i] = (i * 29 + 7) % N;     /* a fixed shuffle */
+	}
+	fs = mount_scan_fs();
+	dir = lookup(FS_ROOT_INO, "ds", TFS_OK);
+	list_names(dir);                      /* the loader lists it once */
+	gets_before = store->gets;
+	for (unsigned k = 0; k < SCAN_TRIGGER_FOR_TEST; k++) {
+		struct fs_file *f;
+		bool keep;
+		snprintf(name, sizeof(name), "s%03u", order[k]);
+		cr_assert_eq(fs_open(fs, lookup(dir, name, TFS_OK), &f, &keep), TFS_OK);
+		read_all_check(f, 0, 1000 + order[k], 100 + order[k], 1000 + order[k]);
+		fs_release(fs, f);
+	}
+	/* the rest comes without the job asking */
+	for (int t = 0; t < 500 && store->gets - gets_before < N; t++)
+		usleep(10000);
+	cr_expect_eq(store->gets - gets_before, N, "each file fetched once, by the job or the scan");
+	fs_stats(fs, &st);
+	cr_expect_eq(st.scan_files, N - SCAN_TRIGGER_FOR_TEST);
+	int heads = store->heads;
+	for (unsigned k = SCAN_TRIGGER_FOR_TEST; k < N; k++) {
+		struct fs_file *f;
+		bool keep;
+		snprintf(name, sizeof(name), "s%03u", order[k]);
+		cr_assert_eq(fs_open(fs, lookup(dir, name, TFS_OK), &f, &keep), TFS_OK);
+		read_all_check(f, 0, 1000 + order[k], 100 + order[k], 1000 + order[k]);
+		fs_release(fs, f);
+	}
+	cr_expect_eq(store->gets - gets_before, N, "a read after the scan went to the store");
+	cr_expect_eq(store->heads, heads, "the scan or the reads sent HEADs");
+}
+
+/* Re-reading a few files is not a scan: nothing else is fetched. */
+Test(fs, rereading_a_few_files_fetches_nothing_else, .timeout = 30)
+{
+	char name[32];
+	uint64_t dir;
+
+	for (unsigned i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "ds/s%03u", i);
+		put_pattern(name, 100, i);
+	}
+	fs = mount_scan_fs();
+	dir = lookup(FS_ROOT_INO, "ds", TFS_OK);
+	list_names(dir);
+	for (int round = 0; round < 20; round++)
+		for (unsigned i = 0; i < 4; i++) {
+			struct fs_file *f;
+			bool keep;
+			snprintf(name, sizeof(name), "s%03u", i);
+			cr_assert_eq(fs_open(fs, lookup(dir, name, TFS_OK), &f, &keep), TFS_OK);
+			read_all_check(f, 0, 100, i, 100);
+			fs_release(fs, f);
+		}
+	usleep(300000);
+	cr_expect_eq(store->gets, 4, "a scan started for a job re-reading 4 files");
 }

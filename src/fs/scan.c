@@ -1,0 +1,96 @@
+/* scan.c - the decisions behind a directory scan (see scan.h). */
+#include "fs/scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool bit_get(const uint8_t *b, size_t i)
+{
+	return b[i / 8] & (1u << (i % 8));
+}
+
+static void bit_set(uint8_t *b, size_t i)
+{
+	b[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+int ra_scan_init(struct ra_scan *s, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	if (n == 0 || n > SCAN_ENTRIES_MAX)
+		return -1;
+	s->opened = calloc((n + 7) / 8, 1);
+	s->taken = calloc((n + 7) / 8, 1);
+	if (!s->opened || !s->taken) {
+		ra_scan_release(s);
+		return -1;
+	}
+	s->n = n;
+	return 0;
+}
+
+void ra_scan_release(struct ra_scan *s)
+{
+	free(s->opened);
+	free(s->taken);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Every entry was opened: the next epoch starts with no marks. */
+static void epoch_restart(struct ra_scan *s)
+{
+	memset(s->opened, 0, (s->n + 7) / 8);
+	memset(s->taken, 0, (s->n + 7) / 8);
+	s->n_opened = 0;
+	s->n_marked = 0;
+	s->opens = 0;
+	s->bytes_taken = 0;
+	s->cursor = 0;
+	s->epochs++;
+}
+
+bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
+{
+	bool was = s->active;
+
+	if (idx >= s->n)
+		return false;
+	s->last_open_us = now_us;
+	s->opens++;
+	if (!bit_get(s->opened, idx)) {
+		if (!bit_get(s->taken, idx))
+			s->n_marked++;
+		bit_set(s->opened, idx);
+		s->n_opened++;
+	}
+	/* each file once, nearly: at most one open in five a repeat */
+	if (!s->active && s->n_opened >= SCAN_TRIGGER && s->opens * 4 <= s->n_opened * 5)
+		s->active = true;
+	if (s->n_opened == s->n)
+		epoch_restart(s);     /* stays active: the next epoch reads them all again */
+	return s->active && !was;
+}
+
+bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *idx)
+{
+	if (!s->active || s->bytes_taken >= budget || s->n_marked == s->n ||
+	    now_us - s->last_open_us > SCAN_IDLE_US)
+		return false;
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = (s->cursor + k) % s->n;
+
+		if (bit_get(s->opened, i) || bit_get(s->taken, i))
+			continue;
+		bit_set(s->taken, i);
+		s->n_marked++;
+		s->cursor = (i + 1) % s->n;
+		*idx = i;
+		return true;
+	}
+	return false;
+}
+
+void ra_scan_account(struct ra_scan *s, uint64_t bytes)
+{
+	s->bytes_taken += bytes;
+}

@@ -1,0 +1,59 @@
+/* scan.h - recognising a job that consumes a directory in any order, and
+ * what to fetch for it: pure decisions, no I/O (as readahead.h).
+ *
+ * A training loader's first epoch opens every file of its dataset once,
+ * in a shuffled order: read-ahead by offset or listing order never fires,
+ * and each sample pays a round trip.  But the set is known: the
+ * directory's listing.  A scan (one per directory being consumed) counts
+ * the distinct files opened; once SCAN_TRIGGER have been, and nearly all
+ * opens were of files not opened before (a job reading each file once,
+ * not one re-reading a few), the scan is active and hands out the
+ * listing's other files, those not opened yet this epoch, to be fetched
+ * in the background, up to a byte budget per epoch.  It stops handing
+ * out when no file was opened for SCAN_IDLE_US (the job stopped), and a
+ * new epoch begins when every file was opened: the marks are cleared.
+ *
+ * Bounds: a scan covers at most SCAN_ENTRIES_MAX entries (two bits each).
+ * Not thread-safe: the caller holds its lock.
+ */
+#ifndef TIERFS_SCAN_H
+#define TIERFS_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCAN_TRIGGER 16                    /* distinct files opened before fetching others */
+#define SCAN_IDLE_US (10ull * 1000 * 1000) /* no open for this long: the job stopped */
+#define SCAN_ENTRIES_MAX (1u << 22)
+
+struct ra_scan {
+	uint8_t *opened, *taken;  /* bitmaps over the listing's entries */
+	size_t n;                 /* entries */
+	size_t n_opened, opens;   /* distinct files opened this epoch; all opens */
+	size_t cursor;            /* where the next take looks first */
+	size_t n_marked;          /* entries opened or taken: take() stops at n */
+	bool active;
+	uint64_t bytes_taken;     /* handed out this epoch */
+	uint64_t last_open_us;
+	uint64_t epochs;          /* epochs completed (every entry opened) */
+};
+
+/* A scan over n entries: 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX
+ * or memory ran out. */
+int ra_scan_init(struct ra_scan *s, size_t n);
+void ra_scan_release(struct ra_scan *s);
+
+/* Entry idx was opened at now_us.  true when this open made the scan
+ * active (time to wake the fetchers). */
+bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
+
+/* The next entry to fetch: not opened, not handed out this epoch, the
+ * scan active and not idle at now_us, and fewer than budget bytes handed
+ * out.  Marks it taken; the caller says how many bytes it stands for
+ * (ra_scan_account) or skips it (a directory, an empty file).  false
+ * when there is nothing to hand out now. */
+bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *idx);
+void ra_scan_account(struct ra_scan *s, uint64_t bytes);
+
+#endif

@@ -1,0 +1,85 @@
+/* Unit tests for src/fs/scan: when a directory scan starts, what it hands
+ * out, its budget, idleness and epochs. */
+#include <criterion/criterion.h>
+
+#include "fs/scan.h"
+
+#define S 1000000ull   /* a second in us */
+
+Test(scan, starts_after_distinct_opens_in_any_order)
+{
+	struct ra_scan s;
+	bool opened[100] = { false };
+	size_t idx;
+
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER - 1; i++) {
+		cr_expect(!ra_scan_on_open(&s, (i * 37) % 100, S));
+		opened[(i * 37) % 100] = true;
+	}
+	opened[99] = opened[98] = true;
+	cr_expect(!ra_scan_take(&s, S, UINT64_MAX, &idx), "active before the trigger");
+	cr_expect(ra_scan_on_open(&s, 99, S), "the trigger's open activates");
+	cr_expect(!ra_scan_on_open(&s, 98, S), "only once");
+	/* it hands out every other entry once, never an opened one */
+	size_t got = 0;
+	while (ra_scan_take(&s, S, UINT64_MAX, &idx)) {
+		cr_expect(!opened[idx], "handed out %zu, opened already", idx);
+		opened[idx] = true;   /* and never twice */
+		got++;
+	}
+	cr_expect_eq(got, 100 - (SCAN_TRIGGER + 1));
+	ra_scan_release(&s);
+}
+
+Test(scan, a_job_rereading_a_few_files_is_not_a_scan)
+{
+	struct ra_scan s;
+	size_t idx;
+
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
+	for (int round = 0; round < 10; round++)
+		for (size_t i = 0; i < 5; i++)
+			ra_scan_on_open(&s, i, S);
+	for (size_t i = 5; i < 5 + SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_expect(!ra_scan_take(&s, S, UINT64_MAX, &idx), "70 opens of 21 files started a scan");
+	ra_scan_release(&s);
+}
+
+Test(scan, budget_idleness_and_epochs)
+{
+	struct ra_scan s;
+	size_t idx;
+
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_assert(ra_scan_take(&s, S, 100, &idx));
+	ra_scan_account(&s, 60);
+	cr_assert(ra_scan_take(&s, S, 100, &idx));
+	ra_scan_account(&s, 60);
+	cr_expect(!ra_scan_take(&s, S, 100, &idx), "past the budget");
+	cr_expect(!ra_scan_take(&s, S + SCAN_IDLE_US + 1, UINT64_MAX, &idx), "idle job still fed");
+	cr_expect(ra_scan_take(&s, S + SCAN_IDLE_US, UINT64_MAX, &idx));
+	/* every entry opened: a new epoch, all of them wanted again */
+	for (size_t i = 0; i < 40; i++)
+		ra_scan_on_open(&s, i, 2 * S);
+	cr_expect_eq(s.epochs, 1);
+	cr_expect_eq(s.n_opened, 0);
+	cr_expect_eq(s.bytes_taken, 0);
+	size_t got = 0;
+	while (ra_scan_take(&s, 2 * S, UINT64_MAX, &idx))
+		got++;
+	cr_expect_eq(got, 40, "the new epoch hands out everything again");
+	ra_scan_release(&s);
+}
+
+Test(scan, bounds)
+{
+	struct ra_scan s;
+
+	cr_expect_eq(ra_scan_init(&s, 0), -1);
+	cr_expect_eq(ra_scan_init(&s, SCAN_ENTRIES_MAX + 1), -1);
+	cr_expect(!ra_scan_on_open(&s, 5, S), "an empty scan takes no open");
+}
