@@ -73,7 +73,10 @@ static const char usage_text[] =
 	"  --scan-prefetch N        files fetched at once for a job found reading a\n"
 	"                           directory's files once each in any order (a shuffled\n"
 	"                           epoch): the others are fetched ahead, to SSD when there\n"
-	"                           is one; 0 = off, at most 32 (8)\n"
+	"                           is one; also the fetchers of a loader's plan\n"
+	"                           (tierfs plan); 0 = off, at most 32 (8)\n"
+	"  --plan-window N          files of a loader's plan fetched ahead of its reader,\n"
+	"                           at most (and --read-ahead-mem bytes) (256)\n"
 	"  --direct-io              file data bypasses the kernel page cache: one copy per\n"
 	"                           read instead of two, no double caching (default: off)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
@@ -135,7 +138,8 @@ static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, co
 		     " s3.errors=%llu s3.bytes=%llu store.fetches=%llu store.bytes=%llu"
 		     " store.errors=%llu fs.open_files=%llu fs.unsafe_keys=%llu"
 		     " ra.issued=%llu ra.used=%llu ra.wasted=%llu ra.late=%llu ra.dropped=%llu"
-		     " ra.refused=%llu ra.files=%llu ra.scan_files=%llu ra.scan_bytes=%llu",
+		     " ra.refused=%llu ra.files=%llu ra.scan_files=%llu ra.scan_bytes=%llu"
+		     " ra.plan_files=%llu ra.plan_bytes=%llu",
 		     (unsigned long long)s3s.requests, (unsigned long long)s3s.gets,
 		     (unsigned long long)s3s.heads, (unsigned long long)s3s.lists,
 		     (unsigned long long)s3s.retries, (unsigned long long)s3s.errors,
@@ -146,7 +150,8 @@ static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, co
 		     (unsigned long long)cs.ram.ahead_wasted, (unsigned long long)cs.ram.ahead_late,
 		     (unsigned long long)cs.ram.ahead_dropped, (unsigned long long)fst.ra_refused,
 		     (unsigned long long)fst.ra_files, (unsigned long long)fst.scan_files,
-		     (unsigned long long)fst.scan_bytes);
+		     (unsigned long long)fst.scan_bytes, (unsigned long long)fst.plan_files,
+		     (unsigned long long)fst.plan_bytes);
 	n += fmt_tier(line + n, sizeof(line) - (size_t)n, "ram", &cs.ram);
 	if (cs.has_ssd && (size_t)n < sizeof(line))
 		fmt_tier(line + n, sizeof(line) - (size_t)n, "ssd", &cs.ssd);
@@ -578,6 +583,7 @@ static int cmd_mount(int argc, char **argv)
 			.read_ahead_files = cfg.read_ahead_files,
 			.read_ahead_mem = read_ahead_mem(&cfg),
 			.scan_threads = cfg.scan_prefetch,
+			.plan_window = cfg.plan_window,
 			/* a fill runs up to parallel-gets GETs: leave readers room */
 			.read_ahead_threads = cfg.max_connections / 4 > 16 ? 16
 					      : cfg.max_connections / 4 ? cfg.max_connections / 4 : 1,

@@ -51,6 +51,7 @@ static const struct opt_def opt_defs[] = {
 	{ "read-ahead-files", OPT_UINT, OFF(read_ahead_files), 1024 },
 	{ "read-ahead-mem", OPT_RA, OFF(read_ahead_mem), 1ul << 40 },
 	{ "scan-prefetch", OPT_UINT, OFF(scan_prefetch), 32 },
+	{ "plan-window", OPT_UINT, OFF(plan_window), 65536 },
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
@@ -82,6 +83,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->read_ahead_files = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
 	cfg->scan_prefetch = 8;
+	cfg->plan_window = 256;
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;
 	cfg->max_retries = 6;
@@ -450,6 +452,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	dump_auto(f, "read-ahead", cfg->read_ahead);
 	fprintf(f, "read-ahead-files = %u\n", cfg->read_ahead_files);
 	fprintf(f, "scan-prefetch = %u\n", cfg->scan_prefetch);
+	fprintf(f, "plan-window = %u\n", cfg->plan_window);
 	dump_auto(f, "read-ahead-mem", cfg->read_ahead_mem);
 	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);

@@ -36,6 +36,7 @@
 #include "common/tfs_err.h"
 #include "ctl/ctl_client.h"
 #include "ctl/ctl_path.h"
+#include "ctl/ctl_proto.h"
 
 #define CLI_DEPTH_MAX 64
 #define CLI_FILES_MAX (16u << 20)
@@ -299,6 +300,27 @@ size_t cli_batch_end(const struct cli_file *files, size_t start, size_t n, size_
 	return i;
 }
 
+const char *cli_plan_path(const char *mount_root, const char *mount_arg, const char *line)
+{
+	const char *const roots[] = { mount_root, mount_arg };
+	const char *rel = NULL;
+
+	if (line[0] != '/') {
+		rel = line;
+	} else {
+		for (size_t i = 0; i < 2 && !rel; i++) {
+			size_t n = roots[i] ? strlen(roots[i]) : 0;
+
+			while (n > 1 && roots[i][n - 1] == '/')
+				n--;
+			if (n > 0 && roots[i][0] == '/' && strncmp(line, roots[i], n) == 0 &&
+			    (n == 1 ? true : line[n] == '/'))
+				rel = line + n + (n == 1 ? 0 : 1);
+		}
+	}
+	return rel && ctl_path_ok(rel, strlen(rel)) ? rel : NULL;
+}
+
 /* ---- JSON helpers ---- */
 
 static struct json_object *jget(struct json_object *o, const char *key)
@@ -438,6 +460,14 @@ static const struct {
 	  "Read-ahead requests refused for lack of memory.", NULL, 1 },
 	{ "readahead", "files", "readahead_files_total", "counter",
 	  "Files read ahead across a directory.", NULL, 1 },
+	{ "readahead", "scan_files", "readahead_scan_files_total", "counter",
+	  "Files fetched for a job consuming a directory in any order.", NULL, 1 },
+	{ "readahead", "scan_bytes", "readahead_scan_bytes_total", "counter",
+	  "Bytes fetched for a job consuming a directory in any order.", NULL, 1 },
+	{ "readahead", "plan_files", "readahead_plan_files_total", "counter",
+	  "Files fetched ahead of a loader's plan.", NULL, 1 },
+	{ "readahead", "plan_bytes", "readahead_plan_bytes_total", "counter",
+	  "Bytes fetched ahead of a loader's plan.", NULL, 1 },
 	{ "s3", "requests", "s3_requests_total", "counter", "Requests to the object store.", NULL, 1 },
 	{ "s3", "gets", "s3_gets_total", "counter", "GET requests.", NULL, 1 },
 	{ "s3", "heads", "s3_heads_total", "counter", "HEAD requests.", NULL, 1 },
@@ -635,6 +665,8 @@ void cli_stats_human(FILE *out, struct json_object *reply, const char *mount)
 		{ "read-ahead used", "readahead", "used", CELL_COUNT, false },
 		{ "read-ahead wasted", "readahead", "wasted", CELL_COUNT, false },
 		{ "read-ahead late", "readahead", "late", CELL_COUNT, false },
+		{ "scan files fetched", "readahead", "scan_files", CELL_COUNT, false },
+		{ "plan files fetched", "readahead", "plan_files", CELL_COUNT, false },
 		{ "s3 requests", "s3", "requests", CELL_COUNT, false },
 		{ "s3 errors", "s3", "errors", CELL_COUNT, false },
 		{ "s3 retries", "s3", "retries", CELL_COUNT, false },
@@ -739,6 +771,7 @@ enum {
 	OPT_WATCH = 1 << 4,
 	OPT_ALL = 1 << 5,
 	OPT_COUNT = 1 << 6,
+	OPT_CLEAR = 1 << 7,
 };
 
 struct cli_opts {
@@ -746,7 +779,7 @@ struct cli_opts {
 	const char *tier;          /* --tier, validated by the command */
 	unsigned jobs;
 	double watch_s;            /* 0: once */
-	bool json, prometheus, all, count;
+	bool json, prometheus, all, count, clear;
 	char **pos;                /* positional arguments (point into argv) */
 	int npos;
 };
@@ -851,6 +884,8 @@ static int opts_parse(const struct cli_cmd *cmd, int argc, char **argv, struct c
 			o->all = true;
 		} else if ((cmd->opts & OPT_COUNT) && strcmp(a, "--count") == 0) {
 			o->count = true;
+		} else if ((cmd->opts & OPT_CLEAR) && strcmp(a, "--clear") == 0) {
+			o->clear = true;
 		} else if (missing) {
 			return usage_error(cmd, "option %s needs a value", a);
 		} else {
@@ -2148,6 +2183,128 @@ static int cmd_ping(const struct cli_cmd *cmd, struct cli_opts *o)
 	return 0;
 }
 
+/* plan: send FILE's paths in parts (CLI_RESIDENCY_BATCH paths and
+ * CLI_BATCH_BYTES at most each), the first starting the plan, the others
+ * naming it with "append", the last without "more".  A bad line stops
+ * everything before the plan is complete: the daemon keeps the plan it
+ * had. */
+static int plan_send(const struct cli_opts *o, const struct cli_mount *m, FILE *in,
+		     const char *name, struct ctl_client *c)
+{
+	struct json_object *req = NULL, *arr = NULL, *reply;
+	char *line = NULL;
+	size_t cap = 0, lineno = 0, n = 0, bytes = 0, total = 0;
+	uint64_t id = 0;
+	ssize_t len;
+	int status = 1;
+
+	for (;;) {
+		const char *rel = NULL;
+		bool last;
+
+		len = getline(&line, &cap, in);
+		if (len >= 0) {
+			lineno++;
+			while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+				line[--len] = '\0';
+			if (len == 0)
+				continue;
+			if ((size_t)len != strlen(line) ||
+			    !(rel = cli_plan_path(m->root, o->pos[0], line))) {
+				fprintf(stderr, "tierfs: %s:%zu: not a path below %s (relative to it, "
+					"or absolute under it; no \".\" or \"..\" parts)\n", name,
+					lineno, m->root);
+				goto out;
+			}
+		} else if (ferror(in)) {
+			fprintf(stderr, "tierfs: %s: %s\n", name, strerror(errno));
+			goto out;
+		}
+		last = len < 0;
+		/* send what is gathered when this path would not fit, or at the end */
+		if (arr && (last || n == CLI_RESIDENCY_BATCH ||
+			    bytes + cli_json_str_cost(rel) > CLI_BATCH_BYTES)) {
+			json_object_object_add(req, "paths", arr);
+			arr = NULL;
+			if (!last)
+				json_object_object_add(req, "more", json_object_new_boolean(1));
+			if (id)
+				json_object_object_add(req, "append", json_object_new_int64((int64_t)id));
+			if (cli_call(c, req, &reply) != 0) {
+				req = NULL;
+				goto out;
+			}
+			req = NULL;
+			total += n;
+			if (!last)
+				id = ju64(reply, "plan");
+			json_object_put(reply);
+			n = bytes = 0;
+		}
+		if (last)
+			break;
+		if (!req && (!(req = req_new("plan", NULL)) || !(arr = json_object_new_array()))) {
+			fprintf(stderr, "tierfs: out of memory\n");
+			goto out;
+		}
+		json_object_array_add(arr, json_object_new_string(rel));
+		bytes += cli_json_str_cost(rel);
+		n++;
+	}
+	if (total == 0) {
+		fprintf(stderr, "tierfs: %s: no paths (to drop the plan: tierfs plan --clear "
+			"MOUNT)\n", name);
+		goto out;
+	}
+	printf("plan of %zu files handed to %s\n", total, m->root);
+	status = 0;
+out:
+	json_object_put(arr);
+	json_object_put(req);
+	free(line);
+	return status;
+}
+
+static int cmd_plan(const struct cli_cmd *cmd, struct cli_opts *o)
+{
+	struct json_object *req, *reply;
+	struct ctl_client *c = NULL;
+	struct cli_mount m;
+	FILE *in;
+	int status;
+
+	if (o->clear) {
+		if (o->npos != 1)
+			return usage_error(cmd, "plan --clear takes exactly one MOUNT");
+		req = req_new("plan", NULL);
+		if (req && json_object_object_add(req, "clear", json_object_new_boolean(1)) != 0) {
+			json_object_put(req);
+			req = NULL;
+		}
+		if (one_call(o, o->pos[0], req, &m, &reply) != 0)
+			return 1;
+		printf("plan of %s dropped\n", m.root);
+		json_object_put(reply);
+		return 0;
+	}
+	if (o->npos != 2)
+		return usage_error(cmd, "plan takes MOUNT and FILE (- for standard input)");
+	if (mount_open(o, o->pos[0], &m) != 0)
+		return 1;
+	in = strcmp(o->pos[1], "-") == 0 ? stdin : fopen(o->pos[1], "r");
+	if (!in) {
+		fprintf(stderr, "tierfs: %s: %s\n", o->pos[1], strerror(errno));
+		return 1;
+	}
+	status = cli_connect(&m, &c);
+	if (status == 0)
+		status = plan_send(o, &m, in, in == stdin ? "standard input" : o->pos[1], c);
+	ctl_client_free(c);
+	if (in != stdin)
+		fclose(in);
+	return status;
+}
+
 /* ---- dispatch ---- */
 
 static const struct cli_cmd cli_cmds[] = {
@@ -2163,6 +2320,7 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "epoch", 0, cmd_epoch, "tierfs epoch MOUNT" },
 	{ "config", 0, cmd_config, "tierfs config MOUNT" },
 	{ "ping", 0, cmd_ping, "tierfs ping MOUNT" },
+	{ "plan", OPT_CLEAR, cmd_plan, "tierfs plan MOUNT FILE | tierfs plan --clear MOUNT" },
 };
 
 static const struct cli_cmd *cmd_find(const char *name)
@@ -2186,7 +2344,9 @@ void cli_usage(FILE *out)
 		fprintf(out, "       %s\n", cli_cmds[i].usage);
 	fputs("\nControl commands take a mount (or paths under one) and find its control\n"
 	      "socket from the mountpoint; --socket PATH or TIERFS_SOCKET overrides that.\n"
-	      "warm, pin, evict, unpin and residency expand directories recursively.\n", out);
+	      "warm, pin, evict, unpin and residency expand directories recursively.\n"
+	      "plan: FILE (- = standard input) lists the files a loader will open next, in\n"
+	      "order, one per line, relative to the mount or absolute under it.\n", out);
 }
 
 int cli_main(int argc, char **argv)

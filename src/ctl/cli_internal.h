@@ -63,6 +63,13 @@ size_t cli_json_str_cost(const char *s);
 size_t cli_batch_end(const struct cli_file *files, size_t start, size_t n, size_t max_paths,
 		     size_t max_bytes);
 
+/* One line of a plan file as a path relative to the mount: a relative
+ * line as it is, an absolute one under mount_root (canonical) or
+ * mount_arg (the MOUNT argument as typed; may be NULL) with that prefix
+ * cut.  NULL when the result is not a path the daemon accepts
+ * (ctl_path_ok) or an absolute line is under neither.  Points into line. */
+const char *cli_plan_path(const char *mount_root, const char *mount_arg, const char *line);
+
 /* A stats reply (docs/control.md) in the Prometheus text exposition
  * format, since-mount counters only.  0, or -1 when reply has no
  * "counters" object. */

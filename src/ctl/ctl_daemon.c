@@ -20,6 +20,7 @@
 #include "common/config.h"
 #include "common/tfs_err.h"
 #include "fs/fs.h"
+#include "fs/plan.h"
 #include "s3/s3_client.h"
 #include "tiers/access_trace.h"
 #include "tiers/chunk_cache.h"
@@ -44,6 +45,8 @@ struct ctl_daemon {
 	double epoch_at;
 	struct counters epoch_base;
 	struct access_trace *trace;   /* the trace being recorded (also in the cache) */
+	struct ra_plan *pending;      /* a plan being sent in parts (with lock) */
+	uint64_t pending_id, plan_ids;
 };
 
 static double now_s(void)
@@ -84,6 +87,7 @@ void ctl_daemon_free(struct ctl_daemon *d)
 		chunk_cache_trace_swap(fs_chunk_cache(d->fs), NULL);
 		(void)access_trace_stop(d->trace);
 	}
+	ra_plan_free(d->pending);
 	pthread_mutex_destroy(&d->lock);
 	free(d->credentials);
 	free(d->socket_path);
@@ -188,6 +192,8 @@ static struct json_object *counters_json(const struct counters *c, const struct 
 	add_u64(x, "files", SINCE(&c->fs, b ? &b->fs : NULL, ra_files));
 	add_u64(x, "scan_files", SINCE(&c->fs, b ? &b->fs : NULL, scan_files));
 	add_u64(x, "scan_bytes", SINCE(&c->fs, b ? &b->fs : NULL, scan_bytes));
+	add_u64(x, "plan_files", SINCE(&c->fs, b ? &b->fs : NULL, plan_files));
+	add_u64(x, "plan_bytes", SINCE(&c->fs, b ? &b->fs : NULL, plan_bytes));
 	json_object_object_add(o, "readahead", x);
 	x = json_object_new_object();
 	add_u64(x, "requests", SINCE(&c->s3, b ? &b->s3 : NULL, requests));
@@ -233,6 +239,26 @@ static struct json_object *do_ping(struct ctl_daemon *d)
 	return r;
 }
 
+/* The plan's position, when there is one: "plan" in a stats reply. */
+static void plan_json(struct ctl_daemon *d, struct json_object *r)
+{
+	struct ra_plan_info in;
+	struct json_object *p;
+	bool done;
+
+	if (!fs_plan_info(d->fs, &in, &done))
+		return;
+	p = json_object_new_object();
+	add_u64(p, "entries", in.entries);
+	add_u64(p, "position", in.low);
+	add_u64(p, "next", in.next);
+	add_u64(p, "opened", in.consumed);
+	add_u64(p, "skips", in.skips);
+	add_u64(p, "ahead_bytes", in.ahead_bytes);
+	json_object_object_add(p, "done", json_object_new_boolean(done));
+	json_object_object_add(r, "plan", p);
+}
+
 static struct json_object *do_stats(struct ctl_daemon *d)
 {
 	struct json_object *r = ctl_reply_ok();
@@ -248,6 +274,7 @@ static struct json_object *do_stats(struct ctl_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 	json_object_object_add(r, "uptime_s", json_object_new_double(now_s() - d->started));
 	json_object_object_add(r, "counters", counters_json(&now, NULL));
+	plan_json(d, r);
 	if (epoch) {
 		struct json_object *e = json_object_new_object();
 
@@ -577,6 +604,76 @@ static struct json_object *do_config(struct ctl_daemon *d)
 	return r;
 }
 
+/* A plan arrives in parts of at most CTL_PATHS_MAX paths: the first
+ * starts it (and drops one half sent), "more" says parts follow, "append"
+ * names the plan a part extends; the last hands it to the fs, replacing
+ * the plan it had.  One plan is being sent at a time. */
+static struct json_object *do_plan(struct ctl_daemon *d, const struct ctl_request *req)
+{
+	struct json_object *r;
+	struct ra_plan *p;
+	uint64_t id;
+	size_t n;
+	int rc;
+
+	if (req->clear) {
+		pthread_mutex_lock(&d->lock);
+		ra_plan_free(d->pending);
+		d->pending = NULL;
+		pthread_mutex_unlock(&d->lock);
+		fs_plan_set(d->fs, NULL);
+		return ctl_reply_ok();
+	}
+	pthread_mutex_lock(&d->lock);
+	if (req->append) {
+		if (!d->pending || d->pending_id != req->append) {
+			pthread_mutex_unlock(&d->lock);
+			return ctl_reply_error("plan %llu is not being sent (another plan was "
+					       "started since, or it was complete)",
+					       (unsigned long long)req->append);
+		}
+	} else {
+		ra_plan_free(d->pending);
+		d->pending_id = ++d->plan_ids;
+		if (!(d->pending = ra_plan_new())) {
+			pthread_mutex_unlock(&d->lock);
+			return error_of(TFS_E_NOMEM);
+		}
+	}
+	for (size_t i = 0; i < req->n_paths; i++) {
+		if (ra_plan_add(d->pending, req->paths[i], strlen(req->paths[i])) != 0) {
+			n = ra_plan_entries(d->pending);
+			ra_plan_free(d->pending);
+			d->pending = NULL;
+			pthread_mutex_unlock(&d->lock);
+			return ctl_reply_error("plan dropped at entry %zu: a plan holds at most %u "
+					       "paths of %u bytes (or memory ran out)", n,
+					       PLAN_ENTRIES_MAX, PLAN_PATH_MAX);
+		}
+	}
+	id = d->pending_id;
+	n = ra_plan_entries(d->pending);
+	if (req->more) {
+		pthread_mutex_unlock(&d->lock);
+		r = ctl_reply_ok();
+		add_u64(r, "plan", id);
+		add_u64(r, "entries", n);
+		return r;
+	}
+	p = d->pending;
+	d->pending = NULL;
+	pthread_mutex_unlock(&d->lock);
+	rc = fs_plan_set(d->fs, p);
+	if (rc == TFS_E_INVAL)
+		return ctl_reply_error("this mount fetches nothing ahead for a plan "
+				       "(scan-prefetch = 0)");
+	if (rc != TFS_OK)
+		return error_of(rc);
+	r = ctl_reply_ok();
+	add_u64(r, "entries", n);
+	return r;
+}
+
 struct json_object *ctl_daemon_handle(void *ctx, const struct ctl_request *req, int fd)
 {
 	struct ctl_daemon *d = ctx;
@@ -593,6 +690,7 @@ struct json_object *ctl_daemon_handle(void *ctx, const struct ctl_request *req, 
 	case CTL_TRACE_STOP: return do_trace_stop(d);
 	case CTL_EPOCH: return do_epoch(d);
 	case CTL_CONFIG: return do_config(d);
+	case CTL_PLAN: return do_plan(d, req);
 	}
 	return error_of(TFS_E_INVAL);
 }

@@ -18,7 +18,7 @@ static const struct {
 	{ "unpin", CTL_UNPIN },         { "evict", CTL_EVICT },
 	{ "residency", CTL_RESIDENCY }, { "trace_start", CTL_TRACE_START },
 	{ "trace_stop", CTL_TRACE_STOP }, { "epoch", CTL_EPOCH },
-	{ "config", CTL_CONFIG },
+	{ "config", CTL_CONFIG },       { "plan", CTL_PLAN },
 };
 
 bool ctl_path_ok(const char *p, size_t len)
@@ -90,8 +90,8 @@ static int parse_tier(struct json_object *root, struct ctl_request *req, bool al
 	return 0;
 }
 
-static int parse_paths(struct json_object *root, struct ctl_request *req, bool all_ok, char *err,
-		       size_t errlen)
+static int parse_paths(struct json_object *root, struct ctl_request *req, bool all_ok,
+		       bool empty_ok, char *err, size_t errlen)
 {
 	struct json_object *v, *a;
 	size_t n;
@@ -111,7 +111,7 @@ static int parse_paths(struct json_object *root, struct ctl_request *req, bool a
 	if (!json_object_is_type(v, json_type_array))
 		return fail(err, errlen, "\"paths\" must be an array of strings");
 	n = json_object_array_length(v);
-	if (n == 0)
+	if (n == 0 && !empty_ok)
 		return fail(err, errlen, "\"paths\" is empty");
 	if (n > CTL_PATHS_MAX)
 		return fail(err, errlen, "%zu paths in one request: at most %u", n, CTL_PATHS_MAX);
@@ -131,6 +131,45 @@ static int parse_paths(struct json_object *root, struct ctl_request *req, bool a
 	}
 	req->n_paths = n;
 	return 0;
+}
+
+static int field_bool(struct json_object *root, const char *name, bool *out, char *err,
+		      size_t errlen)
+{
+	struct json_object *v;
+
+	*out = false;
+	if (!json_object_object_get_ex(root, name, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return fail(err, errlen, "\"%s\" must be true or false", name);
+	*out = json_object_get_boolean(v);
+	return 0;
+}
+
+/* plan: {"clear":true}, or "paths" (a first part; empty only when it
+ * appends), "append": the id of the plan being sent, "more": parts follow */
+static int parse_plan(struct json_object *root, struct ctl_request *req, char *err,
+		      size_t errlen)
+{
+	struct json_object *v;
+
+	if (field_bool(root, "clear", &req->clear, err, errlen) < 0 ||
+	    field_bool(root, "more", &req->more, err, errlen) < 0)
+		return -1;
+	if (json_object_object_get_ex(root, "append", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0)
+			return fail(err, errlen, "\"append\" must be the id a plan's first part "
+				    "was given (a positive integer)");
+		req->append = (uint64_t)json_object_get_int64(v);
+	}
+	if (req->clear) {
+		if (json_object_object_get_ex(root, "paths", &v) || req->append || req->more)
+			return fail(err, errlen, "\"clear\" takes no \"paths\", \"append\" or "
+				    "\"more\"");
+		return 0;
+	}
+	return parse_paths(root, req, false, req->append != 0, err, errlen);
 }
 
 int ctl_request_parse(const char *line, size_t len, struct ctl_request *req, char *err,
@@ -200,20 +239,20 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *req, cha
 		break;
 	case CTL_PIN:
 		if (parse_tier(root, req, false, err, errlen) < 0 ||
-		    parse_paths(root, req, false, err, errlen) < 0)
+		    parse_paths(root, req, false, false, err, errlen) < 0)
 			goto bad;
 		break;
 	case CTL_UNPIN:
-		if (parse_paths(root, req, true, err, errlen) < 0)
+		if (parse_paths(root, req, true, false, err, errlen) < 0)
 			goto bad;
 		break;
 	case CTL_EVICT:
 		if (parse_tier(root, req, true, err, errlen) < 0 ||
-		    parse_paths(root, req, true, err, errlen) < 0)
+		    parse_paths(root, req, true, false, err, errlen) < 0)
 			goto bad;
 		break;
 	case CTL_RESIDENCY:
-		if (parse_paths(root, req, false, err, errlen) < 0)
+		if (parse_paths(root, req, false, false, err, errlen) < 0)
 			goto bad;
 		break;
 	case CTL_TRACE_START:
@@ -223,6 +262,10 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *req, cha
 			fail(err, errlen, "\"file\" must be an absolute path");
 			goto bad;
 		}
+		break;
+	case CTL_PLAN:
+		if (parse_plan(root, req, err, errlen) < 0)
+			goto bad;
 		break;
 	default:
 		break;

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 
@@ -20,7 +21,7 @@ struct json_object;
 
 enum ctl_cmd {
 	CTL_PING, CTL_STATS, CTL_WARM, CTL_PIN, CTL_UNPIN, CTL_EVICT, CTL_RESIDENCY,
-	CTL_TRACE_START, CTL_TRACE_STOP, CTL_EPOCH, CTL_CONFIG,
+	CTL_TRACE_START, CTL_TRACE_STOP, CTL_EPOCH, CTL_CONFIG, CTL_PLAN,
 };
 
 enum ctl_tier { CTL_TIER_DEFAULT, CTL_TIER_RAM, CTL_TIER_SSD, CTL_TIER_ALL };
@@ -31,8 +32,10 @@ struct ctl_request {
 	bool all;                  /* "all": true (unpin, evict) */
 	const char *path;          /* warm: one file */
 	const char *file;          /* trace_start: an absolute path */
-	const char **paths;        /* pin, unpin, evict, residency: n_paths files */
+	const char **paths;        /* pin, unpin, evict, residency, plan: n_paths files */
 	size_t n_paths;
+	bool more, clear;          /* plan: parts follow; drop the plan */
+	uint64_t append;           /* plan: the id of the plan these paths extend; 0 = a new one */
 	struct json_object *root;  /* owns every string above */
 };
 

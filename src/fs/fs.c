@@ -34,6 +34,7 @@
 #include "fs/keypath.h"
 #include "fs/prefetch.h"
 #include "fs/readahead.h"
+#include "fs/plan.h"
 #include "fs/scan.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
@@ -156,6 +157,12 @@ struct tfs_fs {
 	unsigned n_scan_threads;
 	pthread_t scan_threads[SCAN_THREADS_MAX];
 	atomic_uint_fast64_t scan_files, scan_bytes;
+	/* the loader's plan (plan.h), under scan_lock; its workers are the
+	 * scans', and serve it first.  plan_gen counts plans set, so a worker
+	 * tells the plan it took an entry from from a newer one. */
+	struct ra_plan *plan;
+	uint64_t plan_gen;
+	atomic_uint_fast64_t plan_files, plan_bytes;
 };
 
 static void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled);
@@ -1708,17 +1715,31 @@ static void scan_open(struct tfs_fs *fs, uint64_t ino)
 	free(dirkey);
 }
 
-/* One file handed out by a scan, copied: the worker fetches it unlocked. */
+/* One file handed out by a scan or the plan, copied: the worker fetches
+ * it unlocked.  A plan's entry is a path, resolved by the worker. */
 struct scan_job {
-	char *key;
+	char *key;                 /* a scan's: the object key; the plan's: the path */
 	struct obj_meta meta;
 	char cache_id[CACHE_ID_MAX];
+	bool plan;
+	uint64_t plan_gen;
+	size_t plan_idx;
 };
 
 /* The next file any active scan hands out (scan_lock held). */
 static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 {
 	uint64_t budget = scan_budget(fs), total = 0, now = now_us();
+	const char *path;
+
+	memset(j, 0, sizeof(*j));
+	if (fs->plan && ra_plan_take(fs->plan, &j->plan_idx, &path)) {
+		if (!(j->key = strdup(path)))
+			return false;
+		j->plan = true;
+		j->plan_gen = fs->plan_gen;
+		return true;
+	}
 
 	for (size_t i = 0; i < SCAN_DIRS; i++)
 		total += fs->scans[i].st.bytes_taken;
@@ -1750,10 +1771,11 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 	return false;
 }
 
-/* Fetch the file's chunks into the cache: to the SSD tier when there is
- * one (past its admission: the job will read it this epoch), else ahead
- * into RAM.  Small files are one GET, sized by the listing (no HEAD). */
-static void scan_fetch(struct tfs_fs *fs, const struct scan_job *j)
+/* Fetch the file's chunks into the cache: to_ssd, to the SSD tier (past
+ * its admission: the job will read it this epoch), else ahead into RAM.
+ * Small files are one GET, sized by the listing (no HEAD).  The bytes
+ * brought (0: all were there, or the fetch failed). */
+static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_ssd)
 {
 	uint64_t cs = fs->cfg.chunk_size, size = j->meta.size, got = 0;
 	struct fill_ctx fc = { fs, j->key, j->meta.etag, size };
@@ -1768,20 +1790,44 @@ static void scan_fetch(struct tfs_fs *fs, const struct scan_job *j)
 		rc = fs->scan_stop;
 		pthread_mutex_unlock(&fs->scan_lock);
 		if (rc)
-			return;
-		if (fs->cfg.ssd)
+			return got;
+		if (to_ssd)
 			rc = chunk_cache_warm(fs->cache, &id, want, PIN_SSD, chunk_fill, &fc, &fetched);
 		else
 			rc = chunk_cache_prefetch(fs->cache, &id, want, chunk_fill, &fc);
 		if (rc != TFS_OK && rc != TFS_AGAIN)
-			return;             /* the object changed or the store fails: a reader will say */
-		if (fetched || (!fs->cfg.ssd && rc == TFS_OK))
+			return got;         /* the object changed or the store fails: a reader will say */
+		if (fetched || (!to_ssd && rc == TFS_OK))
 			got += want;
 	}
-	/* counted only when the scan brought something the cache lacked */
-	if (got) {
-		atomic_fetch_add(&fs->scan_bytes, got);
-		atomic_fetch_add(&fs->scan_files, 1);
+	return got;
+}
+
+/* A plan's entry: resolve its path as an open would (a listing or HEAD
+ * when stale), tell the plan its size, then fetch it ahead into RAM: the
+ * reader's own read decides whether the SSD tier admits it. */
+static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
+{
+	struct fs_object o;
+	uint64_t got;
+	int rc = fs_path_object(fs, j->key, &o);
+
+	pthread_mutex_lock(&fs->scan_lock);
+	if (fs->plan && fs->plan_gen == j->plan_gen)
+		ra_plan_account(fs->plan, j->plan_idx, rc == TFS_OK ? o.size : 0);
+	pthread_mutex_unlock(&fs->scan_lock);
+	if (rc != TFS_OK)
+		return;             /* not a file (now): the reader's open will say */
+	free(j->key);
+	j->key = o.key;
+	o.key = NULL;
+	memset(&j->meta, 0, sizeof(j->meta));
+	j->meta.size = o.size;
+	memcpy(j->meta.etag, o.etag, sizeof(j->meta.etag));
+	memcpy(j->cache_id, o.cache_id, sizeof(j->cache_id));
+	if ((got = scan_fetch(fs, j, false))) {
+		atomic_fetch_add(&fs->plan_bytes, got);
+		atomic_fetch_add(&fs->plan_files, 1);
 	}
 }
 
@@ -1802,7 +1848,17 @@ static void *scan_worker(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&fs->scan_lock);
-		scan_fetch(fs, &j);
+		if (j.plan) {
+			plan_fetch(fs, &j);
+		} else {
+			uint64_t got = scan_fetch(fs, &j, fs->cfg.ssd != NULL);
+
+			/* counted only when the scan brought something the cache lacked */
+			if (got) {
+				atomic_fetch_add(&fs->scan_bytes, got);
+				atomic_fetch_add(&fs->scan_files, 1);
+			}
+		}
 		free(j.key);
 		pthread_mutex_lock(&fs->scan_lock);
 	}
@@ -1821,8 +1877,65 @@ static void scan_stop_all(struct tfs_fs *fs)
 	fs->n_scan_threads = 0;
 	for (size_t i = 0; i < SCAN_DIRS; i++)
 		scan_slot_clear(&fs->scans[i]);
+	ra_plan_free(fs->plan);
+	fs->plan = NULL;
 	pthread_cond_destroy(&fs->scan_cond);
 	pthread_mutex_destroy(&fs->scan_lock);
+}
+
+/* File key was opened: consume it in the plan.  true when the plan,
+ * still running, has it (the plan, not a scan, then fetches around it). */
+static bool plan_open(struct tfs_fs *fs, const char *key)
+{
+	size_t pl = strlen(fs->prefix), idx;
+	bool in = false;
+
+	if (strncmp(key, fs->prefix, pl) != 0)
+		return false;
+	pthread_mutex_lock(&fs->scan_lock);
+	if (fs->plan && !ra_plan_done(fs->plan) && ra_plan_on_open(fs->plan, key + pl, &idx)) {
+		in = true;
+		pthread_cond_broadcast(&fs->scan_cond);    /* the window moved */
+	}
+	pthread_mutex_unlock(&fs->scan_lock);
+	return in;
+}
+
+int fs_plan_set(struct tfs_fs *fs, struct ra_plan *p)
+{
+	struct ra_plan *old;
+
+	if (p && fs->n_scan_threads == 0) {
+		ra_plan_free(p);
+		return TFS_E_INVAL;
+	}
+	if (p && ra_plan_seal(p, fs->cfg.plan_window ? fs->cfg.plan_window : 256,
+			      fs->cfg.read_ahead_mem) != 0) {
+		ra_plan_free(p);
+		return TFS_E_NOMEM;
+	}
+	pthread_mutex_lock(&fs->scan_lock);
+	old = fs->plan;
+	fs->plan = p;
+	fs->plan_gen++;
+	pthread_cond_broadcast(&fs->scan_cond);
+	pthread_mutex_unlock(&fs->scan_lock);
+	ra_plan_free(old);
+	return TFS_OK;
+}
+
+bool fs_plan_info(struct tfs_fs *fs, struct ra_plan_info *out, bool *done)
+{
+	bool has;
+
+	pthread_mutex_lock(&fs->scan_lock);
+	has = fs->plan != NULL;
+	if (has) {
+		ra_plan_info(fs->plan, out);
+		*done = ra_plan_done(fs->plan);
+	}
+	pthread_mutex_unlock(&fs->scan_lock);
+	return has;
 }
 
 int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
@@ -1849,7 +1962,7 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 		ra_dir_open(fs, ino);
 		pthread_mutex_unlock(&fs->lock);
 	}
-	if (fs->n_scan_threads)
+	if (fs->n_scan_threads && !plan_open(fs, f->key))
 		scan_open(fs, ino);
 	*out = f;
 	return TFS_OK;
@@ -1935,6 +2048,8 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->ra_files = atomic_load(&fs->ra_files);
 	out->scan_files = atomic_load(&fs->scan_files);
 	out->scan_bytes = atomic_load(&fs->scan_bytes);
+	out->plan_files = atomic_load(&fs->plan_files);
+	out->plan_bytes = atomic_load(&fs->plan_bytes);
 	out->ra_refused = fs->pool ? prefetch_pool_refused(fs->pool) : 0;
 	out->ra_held = fs->pool ? prefetch_pool_held(fs->pool) : 0;
 	pthread_mutex_lock(&fs->lock);

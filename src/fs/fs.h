@@ -44,7 +44,10 @@ struct fs_config {
 				    * cache, evicted by the policy */
 	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
 	unsigned scan_threads;     /* files fetched at once for a job consuming a directory in
-				    * any order (fs/scan.h); 0 = off */
+				    * any order (fs/scan.h) or for the loader's plan
+				    * (fs/plan.h); 0 = off */
+	unsigned plan_window;      /* files of a plan fetched ahead of its reader at most
+				    * (and read_ahead_mem bytes) */
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode;
@@ -86,6 +89,7 @@ struct fs_stats {
 	uint64_t ra_refused;           /* read-ahead chunks not issued: the bound was reached */
 	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
 	uint64_t scan_files, scan_bytes;   /* fetched for jobs consuming a directory */
+	uint64_t plan_files, plan_bytes;   /* fetched ahead for the loader's plan */
 };
 
 /* NULL on bad config or out of memory. */
@@ -149,6 +153,21 @@ struct fs_warm {
  * are the first chunk's that failed. */
 int fs_object_warm(struct tfs_fs *fs, const struct fs_object *o, enum pin_tier tier,
 		   bool (*stop)(void *ctx), void *stop_ctx, struct fs_warm *res);
+
+struct ra_plan;
+struct ra_plan_info;
+
+/* Hand over the loader's plan (fs/plan.h): p, built with ra_plan_add()
+ * from paths relative to the mount root in the order they will be
+ * opened, not sealed.  The fs takes p (freed on every outcome), seals it
+ * with a window of plan_window files and read_ahead_mem bytes, and its
+ * fetchers bring the window into RAM ahead of the reader.  It replaces
+ * any plan; NULL clears.  TFS_OK; TFS_E_INVAL without fetchers
+ * (scan_threads 0); TFS_E_NOMEM.  Thread-safe. */
+int fs_plan_set(struct tfs_fs *fs, struct ra_plan *p);
+/* The current plan's position: false when there is none; *done: it is
+ * over. */
+bool fs_plan_info(struct tfs_fs *fs, struct ra_plan_info *out, bool *done);
 
 /* The fs's chunk cache (owned by the fs), for its counters. */
 struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs);

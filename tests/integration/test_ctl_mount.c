@@ -581,3 +581,53 @@ Test(ctl, ctrl_c_cancels_a_warm_up_and_the_daemon_stops_fetching)
 	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", out, sizeof(out)), 200);
 	it_unmount_ok(&env, &mnt);
 }
+
+/* A plan sent in parts: the first gets an id, parts append to it, a new
+ * first part replaces a plan half sent (appending to the old id is then
+ * an error), and only the last part hands the plan over. */
+Test(ctl, a_plan_in_parts_is_handed_over_whole_and_a_stale_part_refused)
+{
+	char path[PATH_MAX], line[4096], req[256];
+	int fd;
+	long long id1, id2;
+	struct json_object *o;
+
+	mount_ctl("16M", false);
+	socket_path(path, sizeof(path));
+	fd = sock_connect(path);
+	cr_assert_geq(fd, 0, "connect %s: %s", path, strerror(errno));
+#define CALL(s)                                                                           \
+	do {                                                                              \
+		send_all(fd, s "\n", strlen(s) + 1);                                      \
+		cr_assert_geq(read_line(fd, line, sizeof(line)), 0, "no reply to %s", s); \
+	} while (0)
+	CALL("{\"cmd\":\"plan\",\"paths\":[\"set/a.bin\",\"set/b.bin\"],\"more\":true}");
+	o = json_tokener_parse(line);
+	id1 = jget(o, "plan");
+	json_object_put(o);
+	cr_assert_gt(id1, 0, "%s", line);
+	cr_expect_eq(stat_now("plan.entries"), -1, "a plan half sent is not in force");
+	CALL("{\"cmd\":\"plan\",\"paths\":[\"x\"],\"more\":true}");
+	o = json_tokener_parse(line);
+	id2 = jget(o, "plan");
+	json_object_put(o);
+	cr_assert_gt(id2, id1, "%s", line);
+	it_fmt(req, sizeof(req), "{\"cmd\":\"plan\",\"paths\":[\"y\"],\"append\":%lld}\n", id1);
+	send_all(fd, req, strlen(req));
+	cr_assert_geq(read_line(fd, line, sizeof(line)), 0);
+	cr_expect(strstr(line, "\"ok\":false") && strstr(line, "not being sent"), "%s", line);
+	it_fmt(req, sizeof(req), "{\"cmd\":\"plan\",\"paths\":[\"set/a.bin\"],\"append\":%lld}\n",
+	       id2);
+	send_all(fd, req, strlen(req));
+	cr_assert_geq(read_line(fd, line, sizeof(line)), 0);
+	cr_expect(strstr(line, "\"ok\":true") && strstr(line, "\"entries\":2"), "%s", line);
+	cr_expect_eq(stat_now("plan.entries"), 2);
+	cr_expect_eq(stat_now("plan.position"), 0);
+	/* a part naming the plan handed over is stale too */
+	send_all(fd, req, strlen(req));
+	cr_assert_geq(read_line(fd, line, sizeof(line)), 0);
+	cr_expect(strstr(line, "not being sent"), "%s", line);
+#undef CALL
+	close(fd);
+	it_unmount_ok(&env, &mnt);
+}

@@ -11,6 +11,8 @@
  */
 #include "harness.h"
 
+#include <json-c/json.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -234,5 +236,170 @@ Test(readahead, shuffled_epoch_is_fetched_ahead_once)
 	cr_expect_gt(scanned, 0, "the scan fetched nothing ahead");
 	cr_expect_leq(scanned, N_IMGS - 16, "the scan fetched files already opened");
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
+	it_unmount_ok(&env, &mnt);
+}
+
+/* stats --json's "plan" object's field (-1 when there is no plan). */
+static long long plan_stat(const char *field)
+{
+	const char *args[] = { "stats", mnt.dir, "--json", NULL };
+	struct json_object *o, *p, *v;
+	struct it_run r;
+	long long val = -1;
+
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
+	cr_assert_eq(r.status, 0, "tierfs stats: %s", r.out);
+	o = json_tokener_parse(r.out);
+	cr_assert_not_null(o, "not JSON: %s", r.out);
+	if (json_object_object_get_ex(o, "plan", &p) && json_object_object_get_ex(p, field, &v))
+		val = json_object_get_int64(v);
+	json_object_put(o);
+	it_run_release(&r);
+	return val;
+}
+
+/* Write the plan file (absolute paths under the mount, as a loader has
+ * them) of imgs[order[0..n)] and hand it over with `tierfs plan`. */
+static void plan_send(const int *order, int n)
+{
+	char pf[PATH_MAX], p[PATH_MAX];
+	const char *args[] = { "plan", mnt.dir, pf, NULL };
+	struct it_run r;
+	FILE *f;
+
+	cr_assert_eq(it_mkdtemp(&env, "plan", p, sizeof(p)), 0);
+	it_fmt(pf, sizeof(pf), "%s/plan.txt", p);
+	f = fopen(pf, "w");
+	cr_assert_not_null(f);
+	for (int k = 0; k < n; k++)
+		fprintf(f, "%s/imgs/%03d.jpg\n", mnt.dir, order[k]);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
+	cr_assert_eq(r.status, 0, "tierfs plan: %s", r.out);
+	cr_expect(strstr(r.out, "plan of"), "%s", r.out);
+	it_run_release(&r);
+}
+
+/* A loader hands over its shuffled order first, without listing anything:
+ * the files are fetched ahead in that order (the proxy answers after
+ * 50 ms), each once, sized from the listing (no HEAD), every byte exact. */
+Test(readahead, a_loaders_plan_is_fetched_ahead_in_its_order)
+{
+	const char *opts[] = { "--scan-prefetch", "4", NULL };
+	char out[256], rel[64];
+	int order[N_IMGS];
+
+	mount_ra(opts);
+	for (int i = 0; i < N_IMGS; i++)
+		order[i] = (i * 23 + 7) % N_IMGS;   /* 23 is prime to 40 */
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=50", out, sizeof(out)), 200);
+	plan_send(order, N_IMGS);
+	for (int k = 0; k < N_IMGS; k++) {
+		it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", order[k]);
+		read_seq_exact(rel, 1000 + (uint64_t)order[k], IMG_SIZE + (uint64_t)order[k],
+			       128 * 1024);
+	}
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", out, sizeof(out)), 200);
+	long long planned = it_daemon_stat(&mnt, "ra.plan_files");
+	cr_expect_geq(planned, N_IMGS / 2, "only %lld of %d files fetched ahead", planned, N_IMGS);
+	cr_expect_eq(it_daemon_stat(&mnt, "ra.scan_files"), 0, "a scan ran beside the plan");
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
+	long long heads = it_proxy_stat(&proxy, "HEAD");
+	/* at most the reader's own lookup of "imgs", when it comes before the
+	 * plan's fetchers listed the root */
+	cr_expect_leq(heads, 1, "%lld HEADs: sizes and ETags come from the listing", heads);
+	cr_expect_eq(plan_stat("entries"), N_IMGS);
+	cr_expect_eq(plan_stat("opened"), N_IMGS);
+	cr_expect_eq(plan_stat("done"), 1);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* A reader that jumps ahead in its plan (a job resumed mid-epoch): what
+ * it jumped over is never fetched, the window follows it from there. */
+Test(readahead, a_plan_follows_a_reader_that_skips_ahead)
+{
+	const char *opts[] = { "--scan-prefetch", "2", "--plan-window", "4", NULL };
+	char rel[64];
+	int order[N_IMGS];
+
+	mount_ra(opts);
+	for (int i = 0; i < N_IMGS; i++)
+		order[i] = N_IMGS - 1 - i;
+	plan_send(order, N_IMGS);
+	for (int k = 0; k < N_IMGS; k++) {
+		if (k == 5)
+			k = 30;
+		it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", order[k]);
+		read_seq_exact(rel, 1000 + (uint64_t)order[k], IMG_SIZE + (uint64_t)order[k],
+			       128 * 1024);
+	}
+	sleep(1);   /* fetches of the window in flight land */
+	long long gets = it_proxy_stat(&proxy, "object_GET");
+	/* read: 15; fetched ahead at most the window (4) before the jump */
+	cr_expect_geq(gets, 15);
+	cr_expect_leq(gets, 15 + 4, "%lld GETs: files jumped over were fetched", gets);
+	cr_expect_eq(plan_stat("skips"), 1);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* A plan file with a path outside the mount is refused as a whole, with
+ * the line named; the plan the mount had stays.  --clear drops it. */
+Test(readahead, a_bad_plan_is_refused_and_clear_drops_the_plan)
+{
+	char pf[PATH_MAX], p[PATH_MAX];
+	const char *args[] = { "plan", mnt.dir, pf, NULL };
+	const char *clear[] = { "plan", "--clear", mnt.dir, NULL };
+	struct it_run r;
+	int order[3] = { 1, 2, 3 };
+	FILE *f;
+
+	mount_ra(NULL);
+	plan_send(order, 3);
+	cr_assert_eq(it_mkdtemp(&env, "badplan", p, sizeof(p)), 0);
+	it_fmt(pf, sizeof(pf), "%s/plan.txt", p);
+	f = fopen(pf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "imgs/004.jpg\n\n%s/imgs/005.jpg\nimgs/../etc/passwd\n", mnt.dir);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "plan.txt:4: not a path below"), "%s", r.out);
+	it_run_release(&r);
+	/* the old plan is intact: reading its first entry is a plan open */
+	read_seq_exact("imgs/001.jpg", 1001, IMG_SIZE + 1, 128 * 1024);
+	cr_expect_eq(plan_stat("entries"), 3);
+	cr_expect_eq(plan_stat("opened"), 1);
+	cr_assert_eq(it_run_tierfs(&env, clear, NULL, 60, &r), 0);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "dropped"), "%s", r.out);
+	it_run_release(&r);
+	cr_expect_eq(plan_stat("entries"), -1, "a plan after --clear");
+	it_unmount_ok(&env, &mnt);
+}
+
+/* A plan longer than one request (10000 paths) goes in parts and arrives
+ * whole, repeats included (epochs listed back to back). */
+Test(readahead, a_long_plan_arrives_whole)
+{
+	enum { LINES = 25000 };
+	char pf[PATH_MAX], p[PATH_MAX];
+	const char *args[] = { "plan", mnt.dir, pf, NULL };
+	struct it_run r;
+	FILE *f;
+
+	mount_ra(NULL);
+	cr_assert_eq(it_mkdtemp(&env, "longplan", p, sizeof(p)), 0);
+	it_fmt(pf, sizeof(pf), "%s/plan.txt", p);
+	f = fopen(pf, "w");
+	cr_assert_not_null(f);
+	for (int k = 0; k < LINES; k++)
+		fprintf(f, "imgs/%03d.jpg\n", k % N_IMGS);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	it_run_release(&r);
+	cr_expect_eq(plan_stat("entries"), LINES);
+	read_seq_exact("imgs/000.jpg", 1000, IMG_SIZE, 128 * 1024);
+	cr_expect_eq(plan_stat("opened"), 1);
 	it_unmount_ok(&env, &mnt);
 }

@@ -356,3 +356,19 @@ Test(cli, no_socket_is_a_clear_failure)
 	cr_assert_eq(cli_main(3, argv), 1);
 	rmdir(dir);
 }
+
+Test(cli, plan_lines_become_paths_below_the_mount)
+{
+	cr_expect_str_eq(cli_plan_path("/mnt/d", NULL, "a/b.jpg"), "a/b.jpg");
+	cr_expect_str_eq(cli_plan_path("/mnt/d", NULL, "/mnt/d/a/b.jpg"), "a/b.jpg");
+	cr_expect_str_eq(cli_plan_path("/mnt/d", "/mnt/d/", "/mnt/d/a"), "a");
+	/* the MOUNT argument as typed, when it is not canonical (a symlink) */
+	cr_expect_str_eq(cli_plan_path("/mnt/d", "/data", "/data/x/y"), "x/y");
+	cr_expect_null(cli_plan_path("/mnt/d", NULL, "/mnt/dd/a"), "a sibling, not below");
+	cr_expect_null(cli_plan_path("/mnt/d", NULL, "/mnt/d"), "the root is not a file");
+	cr_expect_null(cli_plan_path("/mnt/d", NULL, "/etc/passwd"));
+	cr_expect_null(cli_plan_path("/mnt/d", NULL, "a/../../etc"));
+	cr_expect_null(cli_plan_path("/mnt/d", NULL, "a//b"));
+	/* a relative MOUNT is no prefix: the line is relative to the mount */
+	cr_expect_str_eq(cli_plan_path("/mnt/d", "d", "d/a"), "d/a");
+}

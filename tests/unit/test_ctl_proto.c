@@ -38,6 +38,22 @@ Test(ctl_proto, valid_requests_parse_into_checked_fields)
 			   sizeof(err)), 0, "%s", err);
 	cr_expect_str_eq(r.path, "d/\xc3\xa9\n.bin", "escapes decoded, unknown fields ignored");
 	ctl_request_release(&r);
+
+	cr_assert_eq(parse("{\"cmd\":\"plan\",\"paths\":[\"a\",\"b\"],\"more\":true}", &r, err,
+			   sizeof(err)), 0, "%s", err);
+	cr_expect_eq(r.cmd, CTL_PLAN);
+	cr_expect(r.more);
+	cr_expect_eq(r.append, 0);
+	cr_expect_eq(r.n_paths, 2);
+	ctl_request_release(&r);
+	cr_assert_eq(parse("{\"cmd\":\"plan\",\"paths\":[],\"append\":7}", &r, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(r.append, 7, "a last part may be empty");
+	cr_expect(!r.more);
+	ctl_request_release(&r);
+	cr_assert_eq(parse("{\"cmd\":\"plan\",\"clear\":true}", &r, err, sizeof(err)), 0, "%s", err);
+	cr_expect(r.clear);
+	ctl_request_release(&r);
 }
 
 Test(ctl_proto, hostile_requests_are_refused_with_a_reason)
@@ -66,6 +82,13 @@ Test(ctl_proto, hostile_requests_are_refused_with_a_reason)
 		{ "{\"cmd\":\"warm\"}", "\"path\" must be" },
 		{ "{\"cmd\":\"trace_start\",\"file\":\"t.txt\"}", "absolute" },
 		{ "{\"cmd\":\"ping\",\"cmd\":\"\\u0000\"}", "NUL" },
+		{ "{\"cmd\":\"plan\"}", "missing" },
+		{ "{\"cmd\":\"plan\",\"paths\":[]}", "empty" },
+		{ "{\"cmd\":\"plan\",\"paths\":[\"../x\"]}", "below the mount root" },
+		{ "{\"cmd\":\"plan\",\"paths\":[\"a\"],\"append\":0}", "positive integer" },
+		{ "{\"cmd\":\"plan\",\"paths\":[\"a\"],\"append\":\"1\"}", "positive integer" },
+		{ "{\"cmd\":\"plan\",\"paths\":[\"a\"],\"more\":1}", "true or false" },
+		{ "{\"cmd\":\"plan\",\"clear\":true,\"paths\":[\"a\"]}", "takes no" },
 	};
 	struct ctl_request r;
 	char err[256];

@@ -1,0 +1,80 @@
+/* plan.h - a loader's plan: the files it will open, in order, and which of
+ * them to fetch next.  Pure decisions, no I/O (as scan.h).
+ *
+ * A training loader knows its epoch's order before the epoch starts (the
+ * sampler's indices).  Handed over (the control socket's "plan"), it lets
+ * tierfs fetch the next files before the loader asks, whatever the order.
+ * The plan keeps a rolling window over it:
+ *
+ *     consumed:  the entry was opened (the earliest unconsumed occurrence
+ *                of a path is the one an open consumes, so a path may
+ *                appear more than once);
+ *     hi:        one past the furthest entry opened;
+ *     low:       the first entry not consumed, but never more than LAG
+ *                entries behind hi: loaders with several workers open a
+ *                little out of order, and an entry the reader left behind
+ *                by more than that is abandoned, not waited for;
+ *     next:      the next entry to hand out; entries in [low, next) were
+ *                handed out (or abandoned);
+ *     window:    an entry is handed out while next < low + window_files and
+ *                the bytes handed out and not yet opened are fewer than
+ *                window_bytes.
+ *
+ * A reader that opens an entry window_files or more beyond next skipped
+ * ahead (a job resumed mid-epoch, say): next jumps past it, and what lies
+ * between is abandoned.  The plan is over when low reaches the end.
+ *
+ * Bounds: PLAN_ENTRIES_MAX entries of at most PLAN_PATH_MAX bytes; memory
+ * is the paths plus about 32 bytes an entry.  Not thread-safe: the caller
+ * holds its lock.
+ */
+#ifndef TIERFS_PLAN_H
+#define TIERFS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_ENTRIES_MAX (1u << 24)
+#define PLAN_PATH_MAX 4096
+
+struct ra_plan;
+
+struct ra_plan_info {
+	size_t entries;            /* in the plan */
+	size_t low, next;          /* see above */
+	size_t consumed;           /* entries opened */
+	size_t skips;              /* times the reader skipped ahead */
+	uint64_t ahead_bytes;      /* handed out, not yet opened */
+};
+
+/* An empty plan to append to; NULL when memory ran out. */
+struct ra_plan *ra_plan_new(void);
+void ra_plan_free(struct ra_plan *p);
+
+/* Append path (len bytes, no NUL inside) as the next entry.  0, or -1 past
+ * the bounds, for an empty path, or when memory ran out (the plan is then
+ * as it was).  Only before ra_plan_seal(). */
+int ra_plan_add(struct ra_plan *p, const char *path, size_t len);
+size_t ra_plan_entries(const struct ra_plan *p);
+
+/* Done appending: index the paths and set the window (window_files >= 1).
+ * 0, or -1 when memory ran out. */
+int ra_plan_seal(struct ra_plan *p, size_t window_files, uint64_t window_bytes);
+
+/* path was opened: consume its earliest unconsumed occurrence.  true when
+ * the path is in the plan (*idx = the entry consumed), false otherwise. */
+bool ra_plan_on_open(struct ra_plan *p, const char *path, size_t *idx);
+
+/* The next entry to fetch, within the window.  *path stays valid until
+ * ra_plan_free().  The caller then says how many bytes it stands for
+ * (ra_plan_account; 0 for a directory or a file gone).  false when
+ * nothing is to be fetched now. */
+bool ra_plan_take(struct ra_plan *p, size_t *idx, const char **path);
+void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes);
+
+/* Is the plan over (every entry consumed or abandoned)? */
+bool ra_plan_done(const struct ra_plan *p);
+void ra_plan_info(const struct ra_plan *p, struct ra_plan_info *out);
+
+#endif
