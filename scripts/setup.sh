@@ -23,6 +23,9 @@ PKGS=(
     ceph-mon ceph-osd radosgw ceph-common uuid-runtime curl
     # tests, comparisons and benchmarks
     python3 s3fs rclone fio psmisc procps util-linux kmod
+    # contrib/python's PyTorch sampler: its test and the loader benchmark
+    # (Debian's torch is for /usr/bin/python3)
+    python3-torch
     # tierfs-sim --plot (tests/sim_plot.sh)
     gnuplot-nox
 )

@@ -36,7 +36,7 @@
 static const char usage_text[] =
 	"usage: tierfs mount s3://BUCKET[/PREFIX] MOUNTPOINT [options]\n"
 	"       tierfs unmount MOUNTPOINT\n"
-	"       tierfs stats|warm|pin|unpin|evict|residency|trace|epoch|config|ping ...\n"
+	"       tierfs stats|warm|pin|unpin|evict|residency|trace|epoch|config|ping|plan ...\n"
 	"                (the control socket's commands: tierfs COMMAND --help)\n"
 	"       tierfs --help | --version\n"
 	"\n"
