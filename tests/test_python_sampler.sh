@@ -64,9 +64,9 @@ for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 [ -s "$tmp/port" ] || fail "fault proxy did not start: $(cat "$tmp/proxy.log")"
 proxy=http://127.0.0.1:$(cat "$tmp/port")
 
-mkdir -p "$mnt" "$tmp/cache"
+mkdir -p "$mnt"
 "$bin" mount "s3://$bucket" "$mnt" --endpoint "$proxy" --path-style \
-	--cache-dir "$tmp/cache" --scan-prefetch 8 >"$tmp/mount.log" 2>&1 ||
+	--scan-prefetch 8 >"$tmp/mount.log" 2>&1 ||
 	fail "mount: $(cat "$tmp/mount.log")"
 
 TIERFS_BIN=$bin PYTHONPATH=$root/contrib/python $py "$root/tests/python/test_tierfs_plan.py" \

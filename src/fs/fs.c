@@ -1804,20 +1804,17 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 }
 
 /* A plan's entry: resolve its path as an open would (a listing or HEAD
- * when stale), tell the plan the RAM it takes, then fetch it ahead into
- * RAM: the reader's own read decides whether the SSD tier admits it. */
+ * when stale), tell the plan its size, then fetch it ahead into RAM: the
+ * reader's own read decides whether the SSD tier admits it. */
 static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
 {
 	struct fs_object o;
 	uint64_t got;
 	int rc = fs_path_object(fs, j->key, &o);
 
-	uint64_t cs = fs->cfg.chunk_size;
-
-	/* what it takes of the RAM tier: a slot of chunk_size per chunk */
 	pthread_mutex_lock(&fs->scan_lock);
 	if (fs->plan && fs->plan_gen == j->plan_gen)
-		ra_plan_account(fs->plan, j->plan_idx, rc == TFS_OK ? (o.size + cs - 1) / cs * cs : 0);
+		ra_plan_account(fs->plan, j->plan_idx, rc == TFS_OK ? o.size : 0);
 	pthread_mutex_unlock(&fs->scan_lock);
 	if (rc != TFS_OK)
 		return;             /* not a file (now): the reader's open will say */

@@ -162,7 +162,7 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
 	int rc;
 
 	trace_access(cc, id);
-	rc = ram_tier_get(cc->ram, id, chain_fill, &c, out);
+	rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, out);
 
 	if (rc == TFS_OK)
 		write_behind(cc, id, &c, *out);
@@ -174,7 +174,7 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size
 {
 	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
 	struct chunk_ref *ref;
-	int rc = ram_tier_prefetch(cc->ram, id, chain_fill, &c, &ref);
+	int rc = ram_tier_prefetch(cc->ram, id, expect_len, chain_fill, &c, &ref);
 
 	if (rc == TFS_OK) {
 		write_behind(cc, id, &c, ref);
@@ -199,7 +199,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 
 	*fetched = false;
 	if (tier == PIN_RAM) {
-		rc = ram_tier_get(cc->ram, id, chain_fill, &c, &ref);
+		rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, &ref);
 		if (rc != TFS_OK)
 			return rc;
 		write_behind(cc, id, &c, ref);
@@ -217,7 +217,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 	if (ram_tier_present(cc->ram, id)) {
 		struct chunk_ref *ref;
 
-		rc = ram_tier_get(cc->ram, id, chain_fill, &c, &ref);
+		rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, &ref);
 		if (rc != TFS_OK)
 			return rc;
 		if (c.from_store)      /* evicted meanwhile: fetched after all */

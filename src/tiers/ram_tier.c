@@ -66,6 +66,8 @@
 #define RING_LEN 32               /* accesses a stripe buffers between replays */
 #define RAM_STREAMS 8             /* chunks read at once that the window keeps */
 #define VICTIM_TRIES 8            /* policy victims tried per miss */
+#define SLOT_GRAIN (64u << 10)    /* capacity per slot: a slot per 64 KiB at most */
+#define BUF_ALIGN 4096u           /* buffer sizes are multiples (O_DIRECT reads) */
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY };
 
@@ -76,7 +78,7 @@ struct chunk_ref {
 	atomic_bool used;         /* a hit since the last replay of accesses */
 	atomic_bool ahead;        /* read ahead, not yet read (set, cleared under the stripe lock) */
 	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
-	uint64_t ahead_seq;       /* the tier's ahead_seq when it was issued */
+	uint64_t ahead_seq;       /* the tier's ahead_pos when it was issued, its size included */
 	bool overflow;
 	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
@@ -84,7 +86,8 @@ struct chunk_ref {
 	char *etag;
 	uint64_t index;
 	size_t len;
-	void *buf;                /* chunk_size bytes, allocated lazily */
+	void *buf;                /* cap bytes, sized for the chunk it was filled for */
+	size_t cap;
 	struct chunk_ref *hnext;  /* bucket chain, under the stripe lock */
 	struct chunk_ref *fnext;  /* free stack, under evict_lock */
 };
@@ -104,6 +107,7 @@ struct stripe {
 
 struct ram_tier {
 	size_t chunk_size;
+	uint64_t capacity;         /* bytes of chunk buffers, the bound */
 	size_t n_slots;
 	struct chunk_ref *slots;
 	struct chunk_ref **buckets;
@@ -118,8 +122,10 @@ struct ram_tier {
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
 	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
+	atomic_uint_fast64_t mem;         /* bytes of the buffers slots hold */
 	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
-	atomic_uint_fast64_t ahead_limit; /* of the latest, how many are protected */
+	atomic_uint_fast64_t ahead_pos;   /* their bytes, ever */
+	atomic_uint_fast64_t ahead_limit; /* of the latest read-ahead bytes, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	ram_tier_pinned_fn pinned_fn;   /* is a new chunk's key pinned? NULL = none */
 	void *pinned_ctx;
@@ -141,6 +147,29 @@ static void *chunk_buf_alloc(size_t size)
 	if (size >= huge)
 		(void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: fine if refused */
 	return p;
+}
+
+/* The buffer a chunk of expect_len bytes is filled in: expect_len rounded
+ * up to BUF_ALIGN, or a whole chunk when the length is not known (0). */
+static size_t buf_size(const struct ram_tier *t, size_t expect_len)
+{
+	size_t n;
+
+	if (expect_len == 0 || expect_len >= t->chunk_size)
+		return t->chunk_size;
+	n = (expect_len + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+	return n < t->chunk_size ? n : t->chunk_size;
+}
+
+/* Drop slot s's buffer (a FREE slot nobody references). */
+static void slot_buf_drop(struct ram_tier *t, struct chunk_ref *s)
+{
+	if (s->buf) {
+		free(s->buf);
+		atomic_fetch_sub(&t->mem, s->cap);
+	}
+	s->buf = NULL;
+	s->cap = 0;
 }
 
 /* FNV-1a over key, etag and index. */
@@ -185,8 +214,9 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum e
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
-	n = (size_t)(capacity_bytes / chunk_size);
+	n = (size_t)(capacity_bytes / (chunk_size < SLOT_GRAIN ? chunk_size : SLOT_GRAIN));
 	t->chunk_size = chunk_size;
+	t->capacity = capacity_bytes;
 	t->n_slots = n;
 	t->n_buckets = 16;
 	while (t->n_buckets < 2 * n)
@@ -222,7 +252,7 @@ void ram_tier_free(struct ram_tier *t)
 		return;
 	for (size_t i = 0; i < t->n_slots; i++) {
 		assert(atomic_load(&t->slots[i].refs) == 0);
-		free(t->slots[i].buf);
+		slot_buf_drop(t, &t->slots[i]);
 		free(t->slots[i].key);
 		free(t->slots[i].etag);
 	}
@@ -317,14 +347,15 @@ static void accesses_replay(struct ram_tier *t)
 	}
 }
 
-/* Read ahead and not yet read, among the latest ahead_limit chunks read
+/* Read ahead and not yet read, among the latest ahead_limit bytes read
  * ahead: eviction passes it over (stripe lock held).  Only the latest are
  * protected, so a read-ahead chunk nobody reads (a reader that stopped)
- * loses its protection once as many newer ones were issued, and the
+ * loses its protection once as many newer bytes were issued, and the
  * protected share of the tier never exceeds the read-ahead bound. */
 static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s)
 {
-	return atomic_load(&s->ahead) && atomic_load(&t->ahead_seq) - s->ahead_seq < atomic_load(&t->ahead_limit);
+	return atomic_load(&s->ahead) &&
+	       atomic_load(&t->ahead_pos) - s->ahead_seq < atomic_load(&t->ahead_limit);
 }
 
 /* The policy's pinned test: a slot being filled or replied from, or read
@@ -415,11 +446,32 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 	return NULL;
 }
 
-/* A slot for a miss on chunk hash h: a free one, else the policy's victim
- * (evicted), else any evictable slot.  NULL when every slot is pinned or
- * filling.  A read-ahead miss is not an access: the read that consumes
- * the chunk is, so a chunk read once counts once whoever fetched it. */
-static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead)
+/* One slot evicted (the policy's victim, else any evictable one), or
+ * NULL.  evict_lock held. */
+static struct chunk_ref *victim_take(struct ram_tier *t, bool ahead)
+{
+	struct chunk_ref *s = policy_evict(t);
+
+	return s ? s : sweep_evict(t, ahead);
+}
+
+/* Would slot s, given a buffer of size bytes, keep its own? */
+static bool buf_fits(const struct chunk_ref *s, size_t size)
+{
+	return s->buf && s->cap >= size && s->cap / 2 < size;
+}
+
+/* A slot for a miss on chunk hash h, to be filled in size bytes: a free
+ * one, else the policy's victim (evicted), else any evictable slot; then
+ * more victims, their buffers freed, until the buffers fit the capacity
+ * with this one's.  NULL when every slot is pinned or filling; with
+ * nothing more to evict the buffers may exceed the capacity by the fills
+ * in flight.  A read-ahead miss is not an access: the read that consumes
+ * the chunk is, so a chunk read once counts once whoever fetched it.
+ *
+ * The bound is on buffer bytes, not slots (there is a slot per SLOT_GRAIN
+ * of capacity): an image of 100 KB takes about 100 KB, not a chunk. */
+static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, size_t size)
 {
 	struct chunk_ref *s = NULL;
 
@@ -432,9 +484,19 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead)
 		t->free_top = s->fnext;
 		s->fnext = NULL;
 	} else {
-		s = policy_evict(t);
-		if (!s)
-			s = sweep_evict(t, ahead);
+		s = victim_take(t, ahead);
+	}
+	if (s && !buf_fits(s, size)) {
+		slot_buf_drop(t, s);
+		while (atomic_load(&t->mem) + size > t->capacity) {
+			struct chunk_ref *v = victim_take(t, ahead);
+
+			if (!v)
+				break;
+			slot_buf_drop(t, v);
+			v->fnext = t->free_top;
+			t->free_top = v;
+		}
 	}
 	if (s)
 		atomic_fetch_add(&t->reserving, 1);
@@ -463,11 +525,20 @@ static bool access_record(struct ram_tier *t, struct chunk_ref *s, uint64_t h)
 	return st->ring_n == RING_LEN;
 }
 
-static int slot_assign(struct chunk_ref *s, uint64_t h, const struct chunk_id *id, size_t chunk_size)
+/* Name slot s for chunk id, with a buffer of size bytes (its own when
+ * it fits: slot_take dropped it otherwise). */
+static int slot_assign(struct ram_tier *t, struct chunk_ref *s, uint64_t h,
+		       const struct chunk_id *id, size_t size)
 {
 	char *key = strdup(id->key), *etag = strdup(id->etag);
 
-	if (!key || !etag || (!s->buf && !(s->buf = chunk_buf_alloc(chunk_size)))) {
+	if (s->buf && !buf_fits(s, size))
+		slot_buf_drop(t, s);
+	if (!s->buf && key && etag && (s->buf = chunk_buf_alloc(size))) {
+		s->cap = size;
+		atomic_fetch_add(&t->mem, size);
+	}
+	if (!key || !etag || !s->buf) {
 		free(key);
 		free(etag);
 		return TFS_E_NOMEM;
@@ -494,21 +565,22 @@ static bool key_pinned(struct ram_tier *t, const char *key)
 	return fn && fn(t->pinned_ctx, key);
 }
 
-static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-			 void *ctx, struct chunk_ref **out)
+static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, size_t size,
+			 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
 {
 	struct chunk_ref *o = calloc(1, sizeof(*o));
 	int rc;
 
-	if (!o || !(o->buf = chunk_buf_alloc(t->chunk_size))) {
+	if (!o || !(o->buf = chunk_buf_alloc(size))) {
 		free(o);
 		return TFS_E_NOMEM;
 	}
+	o->cap = size;
 	o->tier = t;
 	o->overflow = true;
 	atomic_init(&o->refs, 1);
 	atomic_init(&o->state, SLOT_READY);
-	rc = fill(ctx, id, o->buf, t->chunk_size, &o->len);
+	rc = fill(ctx, id, o->buf, o->cap, &o->len);
 	if (rc != TFS_OK) {
 		free(o->buf);
 		free(o);
@@ -548,10 +620,11 @@ static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
  * reference), and it never overflows (TFS_AGAIN when no slot can be
  * taken without evicting awaited read-ahead); on TFS_OK it holds a
  * reference to the chunk it filled, like a reader. */
-static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		    void *ctx, struct chunk_ref **out, bool ahead)
+static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out, bool ahead)
 {
 	uint64_t h = chunk_hash(id);
+	size_t size = buf_size(t, expect_len);
 	pthread_mutex_t *sl = stripe_of(t, h);
 	struct chunk_ref *s, *fresh = NULL;
 	unsigned full_retries = 0;
@@ -599,7 +672,7 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
-		fresh = slot_take(t, h, ahead);
+		fresh = slot_take(t, h, ahead, size);
 		if (!fresh && ahead) {
 			atomic_fetch_add(&t->ahead_dropped, 1);
 			return TFS_AGAIN;
@@ -615,9 +688,9 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 		if (!fresh) {
 			atomic_fetch_add(&t->misses, 1);
 			atomic_fetch_add(&t->overflow, 1);
-			return fill_overflow(t, id, fill, ctx, out);
+			return fill_overflow(t, id, size, fill, ctx, out);
 		}
-		rc = slot_assign(fresh, h, id, t->chunk_size);
+		rc = slot_assign(t, fresh, h, id, size);
 		if (rc != TFS_OK) {
 			free_push(t, fresh);
 			atomic_fetch_sub(&t->reserving, 1);
@@ -628,7 +701,8 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 	atomic_store(&fresh->refs, 1);
 	atomic_store(&fresh->pinned, key_pinned(t, id->key));
 	if (ahead) {
-		fresh->ahead_seq = atomic_fetch_add(&t->ahead_seq, 1) + 1;
+		atomic_fetch_add(&t->ahead_seq, 1);
+		fresh->ahead_seq = atomic_fetch_add(&t->ahead_pos, size) + size;
 		atomic_store(&fresh->ahead, true);
 	}
 	fresh->hnext = t->buckets[h & (t->n_buckets - 1)];
@@ -638,7 +712,7 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 	if (!ahead)
 		atomic_fetch_add(&t->misses, 1);
 
-	rc = fill(ctx, id, fresh->buf, t->chunk_size, &fresh->len);
+	rc = fill(ctx, id, fresh->buf, fresh->cap, &fresh->len);
 
 	if (rc == TFS_OK) {
 		policy_insert(t, h);
@@ -668,21 +742,21 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill
 	return rc;
 }
 
-int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		 void *ctx, struct chunk_ref **out)
+int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
 {
-	return tier_get(t, id, fill, ctx, out, false);
+	return tier_get(t, id, expect_len, fill, ctx, out, false);
 }
 
-int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		      void *ctx, struct chunk_ref **out)
+int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
 {
-	return tier_get(t, id, fill, ctx, out, true);
+	return tier_get(t, id, expect_len, fill, ctx, out, true);
 }
 
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
 {
-	atomic_store(&t->ahead_limit, bytes / t->chunk_size);
+	atomic_store(&t->ahead_limit, bytes);
 }
 
 void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx)
@@ -763,6 +837,7 @@ static int slot_evict_asked(struct ram_tier *t, struct chunk_ref *s, uint64_t *b
 	if (!slot_try_evict(t, s, true))
 		return RAM_EVICT_BUSY;
 	evict_policy_remove(t->policy, s->hash);
+	slot_buf_drop(t, s);
 	s->fnext = t->free_top;
 	t->free_top = s;
 	*bytes += len;
@@ -857,7 +932,7 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->bytes_fetched = atomic_load(&t->bytes_fetched);
 	out->entries = atomic_load(&t->entries);
 	out->bytes_used = atomic_load(&t->bytes_used);
-	out->capacity = (uint64_t)t->n_slots * t->chunk_size;
+	out->capacity = t->capacity;
 	out->ahead_issued = atomic_load(&t->ahead_seq);
 	out->ahead_used = atomic_load(&t->ahead_used);
 	out->ahead_wasted = atomic_load(&t->ahead_wasted);

@@ -6,11 +6,15 @@
  * the others wait for its result.  A hit takes one of many stripe locks for
  * a hash probe, never a tier-wide lock, and allocates nothing.
  *
- * Memory bound: capacity / chunk_size slots.  When every slot is referenced
- * a miss is served from a private buffer freed at its last unref, so usage
- * exceeds the bound only by chunks in flight: one per reading thread, plus
- * those a caller keeps referenced (the SSD tier's write queue, bounded by
- * its queue_max).
+ * Memory bound: capacity bytes of chunk buffers, each the size of the
+ * chunk it holds (rounded up to 4 KiB) when the caller tells its length: a
+ * dataset of 100 KB images fills a 256 MiB tier with ~2,600 of them, not
+ * 32 chunk-sized slots.  There is a slot per 64 KiB of capacity (or per
+ * chunk when chunks are smaller), which bounds the count.  When every slot
+ * is referenced a miss is served from a private buffer freed at its last
+ * unref, so usage exceeds the bound only by chunks in flight: one per
+ * reading thread, plus those a caller keeps referenced (the SSD tier's
+ * write queue, bounded by its queue_max).
  * Victims are chosen by an eviction policy from src/evict (LRU, LFU or
  * W-TinyLFU); a hit's access reaches it through a per-stripe buffer, so
  * the hit path takes no tier-wide lock.
@@ -40,10 +44,12 @@ typedef int (*ram_tier_fill_fn)(void *ctx, const struct chunk_id *id, void *buf,
 struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum evict_kind policy);
 void ram_tier_free(struct ram_tier *t);   /* every ref must be put first */
 
-/* Get a reference to chunk id, filling it through fill(ctx, ...) on a miss.
- * *out is set on TFS_OK only; the caller must chunk_ref_put() it. */
-int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		 void *ctx, struct chunk_ref **out);
+/* Get a reference to chunk id, filling it through fill(ctx, ...) on a miss
+ * into a buffer of expect_len bytes (rounded up to 4 KiB; 0 = unknown: a
+ * whole chunk), which is the cap fill gets.  *out is set on TFS_OK only;
+ * the caller must chunk_ref_put() it. */
+int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
 
 /* Read chunk id ahead of its reader: fill it through fill(ctx, ...) unless
  * it is present or in flight already (TFS_AGAIN), or no slot can be taken
@@ -53,11 +59,11 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn
  * it is among the latest read-ahead bytes (ram_tier_set_ahead_limit);
  * a reader's first get makes it used (late if the fill was still running),
  * an eviction before that makes it wasted. */
-int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, ram_tier_fill_fn fill,
-		      void *ctx, struct chunk_ref **out);
+int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
 
-/* Protect at most `bytes` of the latest read-ahead from eviction (0, the
- * default: none). */
+/* Protect at most `bytes` of the latest read-ahead (counted by buffer
+ * size) from eviction (0, the default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
 
 /* Pinned chunks are never evicted; a chunk's pin is decided when it is

@@ -63,6 +63,8 @@ static const char HDR_MAGIC[8] = { 't', 'f', 's', 'c', 'h', 'u', 'n', 'k' };
 #define DROP_QUEUE_MAX 64          /* drop-version jobs waiting (then skipped) */
 #define EVICT_PASS_MAX 1024        /* victims one write may evict before giving up */
 #define POLICY_KEYS_MIN 16         /* the eviction policy's smallest key capacity */
+#define POLICY_KEYS_MAX (4u << 20)  /* and its largest */
+#define POLICY_KEY_GRAIN (64u << 10) /* a key per this many bytes of the bound */
 #define BACKOFF_MS 1000            /* stores refused this long after a write error */
 #define BATCH_MAX 4096             /* index operations per RocksDB batch */
 #define BUCKETS_MIN 1024u
@@ -1305,9 +1307,14 @@ out:
 }
 
 /* Build the eviction policy over the loaded entries, restoring each one's
- * statistics.  Its key capacity is the number of full chunks the byte
- * bound holds (the whole filesystem's worth when only min_free_pct
- * bounds the tier), and never less than what is loaded. */
+ * statistics.  Its key capacity is the number of POLICY_KEY_GRAIN chunks
+ * (or full chunks, when smaller) the byte bound holds (the whole
+ * filesystem's worth when only min_free_pct bounds the tier), at most
+ * POLICY_KEYS_MAX, and never less than what is loaded.  Counted in full
+ * chunks, a dataset of 100 KB images would fill 1/80 of the bytes with
+ * 8 MiB chunks: the byte bound, not the key count, must be what binds.
+ * A key costs the policy about 85 bytes (TinyLFU): 4M keys, 340 MiB, for
+ * a tier of 256 GiB and more (0.12% of the bytes it bounds). */
 static int policy_load(struct ssd_tier *t)
 {
 	uint64_t bytes = t->capacity, keys;
@@ -1315,7 +1322,10 @@ static int policy_load(struct ssd_tier *t)
 
 	if (!bytes && fstatvfs(t->dir_fd, &sv) == 0)
 		bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
-	keys = bytes / file_bytes_of(t->chunk_size);
+	keys = bytes / file_bytes_of(t->chunk_size < POLICY_KEY_GRAIN ? t->chunk_size
+								  : POLICY_KEY_GRAIN);
+	if (keys > POLICY_KEYS_MAX)
+		keys = POLICY_KEYS_MAX;
 	if (keys < POLICY_KEYS_MIN)
 		keys = POLICY_KEYS_MIN;
 	if (keys < t->entries)

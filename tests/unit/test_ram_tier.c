@@ -38,15 +38,15 @@ Test(ram_tier, hit_after_miss_and_etag_separates_versions)
 	struct chunk_id a = { "obj", "\"v1\"", 3 }, b = { "obj", "\"v2\"", 3 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 3);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 3);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 1);
 	/* same key and index, another ETag: never the old bytes */
-	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_stats(t, &st);
@@ -64,7 +64,7 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 
 	for (uint64_t i = 0; i < 3; i++) {
 		struct chunk_id id = { "k", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
 	ram_tier_stats(t, &st);
@@ -74,10 +74,10 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 	/* chunk 0 was the least recently used: it is gone, 1 and 2 stay */
 	{
 		struct chunk_id id2 = { "k", "e", 2 }, id0 = { "k", "e", 0 };
-		cr_assert_eq(ram_tier_get(t, &id2, fill, &c, &r), TFS_OK);
+		cr_assert_eq(ram_tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 3);
-		cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 4);
 	}
@@ -92,9 +92,9 @@ Test(ram_tier, referenced_chunks_are_never_reused)
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &held), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &held), TFS_OK);
 	/* the only slot is pinned: b is served from an overflow buffer */
-	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &other), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &other), TFS_OK);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(held))[0], 1);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(other))[0], 2);
 	ram_tier_stats(t, &st);
@@ -111,10 +111,10 @@ Test(ram_tier, failed_fill_caches_nothing)
 	struct chunk_ref *r;
 	struct chunk_id a = { "k", "e", 0 };
 
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_E_IO);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_E_IO);
 	cr_assert_null(r);
 	c.fail_rc = 0;
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_free(t);
@@ -133,7 +133,7 @@ static void *race(void *arg)
 	struct chunk_id id = { "hot", "e", 7 };
 	struct chunk_ref *ref;
 
-	r->rc = ram_tier_get(r->t, &id, fill, r->c, &ref);
+	r->rc = ram_tier_get(r->t, &id, 0, fill, r->c, &ref);
 	if (r->rc == TFS_OK) {
 		r->first = ((const unsigned char *)chunk_ref_data(ref))[0];
 		chunk_ref_put(ref);
@@ -190,19 +190,19 @@ Test(ram_tier, lru_gives_reread_chunks_a_second_chance)
 	struct chunk_ref *r;
 	struct chunk_id id0 = { "k", "e", 0 }, id1 = { "k", "e", 1 }, id2 = { "k", "e", 2 };
 
-	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id1, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);   /* hit */
+	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);   /* hit */
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id2, fill, &c, &r), TFS_OK);   /* evicts 1 */
+	cr_assert_eq(ram_tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);   /* evicts 1 */
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 3);
-	cr_assert_eq(ram_tier_get(t, &id0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 3, "chunk 0 was re-read and must have survived");
-	cr_assert_eq(ram_tier_get(t, &id1, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 4, "chunk 1 was the victim");
 	ram_tier_free(t);
@@ -216,17 +216,17 @@ Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	d = chunk_ref_dup(r);
 	chunk_ref_put(r);
 	/* still pinned by d: b cannot take the only slot */
-	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &o), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.overflow, 1);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(d))[0], 1);
 	chunk_ref_put(o);
 	chunk_ref_put(d);
-	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &o), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.evictions, 1);
 	chunk_ref_put(o);
@@ -265,7 +265,7 @@ static void *stress_run(void *arg)
 	for (int i = 0; i < 50000; i++) {
 		struct chunk_id id = { "obj", "e", (uint64_t)(rand_r(&s->seed) % 12) };
 		struct chunk_ref *r, *d = NULL;
-		int rc = ram_tier_get(s->t, &id, stress_fill, s, &r);
+		int rc = ram_tier_get(s->t, &id, 0, stress_fill, s, &r);
 
 		if (rc == TFS_E_IO)
 			continue;
@@ -313,7 +313,7 @@ static int get_put(struct ram_tier *t, uint64_t i, struct counter *c)
 {
 	struct chunk_id id = { "k", "e", i };
 	struct chunk_ref *r;
-	int rc = ram_tier_get(t, &id, fill, c, &r);
+	int rc = ram_tier_get(t, &id, 0, fill, c, &r);
 
 	chunk_ref_put(r);
 	return rc;
@@ -385,7 +385,7 @@ static void visit(struct ram_tier *t, struct counter *c, const char *key, uint64
 	struct chunk_id id = { key, "e", i };
 	struct chunk_ref *r;
 
-	cr_assert_eq(ram_tier_get(t, &id, fill, c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id, 0, fill, c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - (size_t)i % CS);
 	chunk_ref_put(r);
 }
@@ -396,7 +396,7 @@ static void ahead(struct ram_tier *t, struct counter *c, const char *key, uint64
 	struct chunk_id id = { key, "e", i };
 	struct chunk_ref *r;
 
-	cr_assert_eq(ram_tier_prefetch(t, &id, fill, c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_prefetch(t, &id, 0, fill, c, &r), TFS_OK);
 	chunk_ref_put(r);
 }
 
@@ -408,15 +408,15 @@ Test(ram_tier, prefetched_chunk_is_a_used_hit_and_present_one_is_left_alone)
 	struct chunk_id a = { "obj", "e", 1 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 1);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_AGAIN, "present already");
+	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_AGAIN, "present already");
 	cr_assert_null(r);
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 1);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 1, "one fill for the read-ahead and both reads");
 	ram_tier_stats(t, &st);
@@ -493,7 +493,7 @@ static void *prefetch_thread(void *arg)
 	struct chunk_id id = { "slow", "e", 2 };
 	struct chunk_ref *r;
 
-	a->rc = ram_tier_prefetch(a->t, &id, fill, a->c, &r);
+	a->rc = ram_tier_prefetch(a->t, &id, 0, fill, a->c, &r);
 	if (a->rc == TFS_OK)
 		chunk_ref_put(r);
 	return NULL;
@@ -512,7 +512,7 @@ Test(ram_tier, reader_of_a_chunk_in_flight_waits_and_is_late)
 	cr_assert_eq(pthread_create(&th, NULL, prefetch_thread, &a), 0);
 	while (atomic_load(&c.fills) == 0)
 		usleep(1000);
-	cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 2);
 	chunk_ref_put(r);
 	pthread_join(th, NULL);
@@ -532,9 +532,9 @@ Test(ram_tier, prefetch_never_overflows)
 	struct chunk_id a = { "k", "e", 0 }, b = { "k", "e", 1 }, x = { "ra", "e", 0 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, fill, &c, &r1), TFS_OK);
-	cr_assert_eq(ram_tier_get(t, &b, fill, &c, &r2), TFS_OK);
-	cr_expect_eq(ram_tier_prefetch(t, &x, fill, &c, &r), TFS_AGAIN, "every slot pinned");
+	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r1), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &r2), TFS_OK);
+	cr_expect_eq(ram_tier_prefetch(t, &x, 0, fill, &c, &r), TFS_AGAIN, "every slot pinned");
 	ram_tier_stats(t, &st);
 	cr_expect_eq(st.ahead_dropped, 1);
 	cr_expect_eq(st.overflow, 0);
@@ -555,18 +555,18 @@ Test(ram_tier, prefetch_never_evicts_protected_prefetch)
 	struct tier_stats st;
 
 	ram_tier_set_ahead_limit(t, 2 * CS);
-	cr_assert_eq(ram_tier_prefetch(t, &a, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &b, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_prefetch(t, &b, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &x, fill, &c, &r), TFS_AGAIN);
+	cr_assert_eq(ram_tier_prefetch(t, &x, 0, fill, &c, &r), TFS_AGAIN);
 	cr_assert_gt(ram_tier_contains(t, &a), 0, "awaited read-ahead was evicted");
 	cr_assert_gt(ram_tier_contains(t, &b), 0, "awaited read-ahead was evicted");
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.ahead_wasted, 0);
 	cr_assert_eq(st.ahead_dropped, 1);
 	/* a reader still gets a slot (it must make progress) */
-	cr_assert_eq(ram_tier_get(t, &x, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &x, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	ram_tier_free(t);
 }
@@ -589,11 +589,11 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	struct tier_stats st;
 
 	ram_tier_set_pinned_fn(t, pin_key_k, "pinned");
-	cr_assert_eq(ram_tier_get(t, &p0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	for (uint64_t i = 0; i < 20; i++) {
 		struct chunk_id id = { "other", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
 	cr_assert_eq(ram_tier_contains(t, &p0), CS, "pinned chunk evicted");
@@ -610,7 +610,7 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	cr_assert_eq(ram_tier_contains(t, &p0), 0);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_ABSENT);
 	/* a chunk in use is not evicted under its reader */
-	cr_assert_eq(ram_tier_get(t, &u, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &u, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_BUSY);
 	chunk_ref_put(r);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_DONE);
@@ -620,12 +620,101 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	ram_tier_set_pinned_fn(t, pin_key_k, "other");
 	for (uint64_t i = 0; i < 2; i++) {
 		struct chunk_id id = { "other", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, fill, &c, &r), TFS_OK);
+		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
-	cr_assert_eq(ram_tier_get(t, &p0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(ram_tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.overflow, 1);
+	ram_tier_free(t);
+}
+
+/* A fill of exactly `len` bytes (the object's last, short chunk), which
+ * checks it was given room for them. */
+struct sized {
+	atomic_int fills;
+	size_t len;
+	size_t min_cap, max_cap;
+};
+
+static int fill_sized(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+{
+	struct sized *c = ctx;
+
+	atomic_fetch_add(&c->fills, 1);
+	if (cap < c->len)
+		return TFS_E_IO;
+	if (!c->min_cap || cap < c->min_cap)
+		c->min_cap = cap;
+	if (cap > c->max_cap)
+		c->max_cap = cap;
+	memset(buf, (int)(id->index & 0xff), c->len);
+	*len = c->len;
+	return TFS_OK;
+}
+
+/* Small chunks take their size, not a chunk's: 40 images of 100 KB fit a
+ * 4 MiB tier of 1 MiB chunks (4 chunk-sized slots would hold 4). */
+Test(ram_tier, small_chunks_take_their_size_not_a_chunk)
+{
+	const size_t big = 1u << 20;
+	struct ram_tier *t = ram_tier_new(4 * big, big, EVICT_LRU);
+	struct sized c = { .len = 100000 };
+	struct tier_stats st;
+	struct chunk_ref *r;
+
+	cr_assert_not_null(t);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint64_t i = 0; i < 40; i++) {
+			struct chunk_id id = { "img", "e", i };
+
+			cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+			cr_assert_eq(chunk_ref_len(r), c.len);
+			cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[c.len - 1], i & 0xff);
+			chunk_ref_put(r);
+		}
+	}
+	cr_expect_eq(atomic_load(&c.fills), 40, "the second pass was all hits");
+	cr_expect_eq(c.max_cap, 102400, "a buffer of the length rounded to 4 KiB");
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.entries, 40);
+	cr_expect_eq(st.evictions, 0);
+	cr_expect_eq(st.capacity, 4 * big);
+	ram_tier_free(t);
+}
+
+/* The bound is on bytes: a whole chunk (length unknown) arriving in a
+ * tier full of small ones evicts as many as its buffer needs, and no
+ * more; the small ones left are still hits. */
+Test(ram_tier, a_whole_chunk_evicts_small_ones_to_fit_the_bytes)
+{
+	const size_t big = 1u << 20;
+	struct ram_tier *t = ram_tier_new(4 * big, big, EVICT_LRU);
+	struct sized c = { .len = 100000 }, w = { .len = 5000 };
+	struct chunk_id whole = { "big", "e", 0 };
+	struct tier_stats st;
+	struct chunk_ref *r;
+	int hits = 0;
+
+	for (uint64_t i = 0; i < 40; i++) {
+		struct chunk_id id = { "img", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		chunk_ref_put(r);
+	}
+	cr_assert_eq(ram_tier_get(t, &whole, 0, fill_sized, &w, &r), TFS_OK);
+	cr_expect_eq(w.max_cap, big, "unknown length: a whole chunk's buffer");
+	chunk_ref_put(r);
+	ram_tier_stats(t, &st);
+	/* 40 x 100 KiB + 1 MiB <= 4 MiB needs 10 out (LRU: the first 10) */
+	cr_expect_eq(st.evictions, 10, "%llu evicted", (unsigned long long)st.evictions);
+	c.fills = 0;
+	for (uint64_t i = 10; i < 40; i++) {
+		struct chunk_id id = { "img", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		chunk_ref_put(r);
+	}
+	hits = 30 - atomic_load(&c.fills);
+	cr_expect_eq(hits, 30, "the small chunks kept are hits");
 	ram_tier_free(t);
 }

@@ -1093,3 +1093,37 @@ Test(ssd_tier, tinylfu_hot_set_survives_restart_and_scan)
 	cr_assert_geq(tlfu, 7, "tinylfu kept %d of 8", tlfu);
 	cr_assert_eq(hot_left_after_restart_and_scan(EVICT_LRU), 0);
 }
+
+/* The byte bound is what binds, not a count of chunk-sized entries: a
+ * tier of 4 full chunks of 1 MiB holds 32 chunks of 100 KiB (counted in
+ * full chunks it would keep 16 at most, its smallest policy). */
+Test(ssd_tier, small_chunks_fill_the_bytes_not_a_chunk_count)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	const size_t big = 1u << 20, small = 100u << 10;
+	struct ssd_tier *t;
+	struct tier_stats st;
+	unsigned char *b = malloc(big);
+	size_t len;
+
+	cfg.chunk_size = big;
+	cfg.capacity = 4 * (big + 4096);
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < 32; i++) {
+		struct chunk_id id = { "img", "e", i };
+		cr_assert(store(t, &id, small));
+		ssd_tier_flush(t);
+	}
+	st = stats(t);
+	cr_expect_eq(st.entries, 32, "%llu stored", (unsigned long long)st.entries);
+	cr_expect_eq(st.evictions, 0);
+	cr_expect_leq(st.bytes_used, cfg.capacity);
+	for (uint64_t i = 0; i < 32; i++) {
+		struct chunk_id id = { "img", "e", i };
+		cr_expect_eq(ssd_tier_read(t, &id, b, big, &len), TFS_OK, "chunk %llu",
+			     (unsigned long long)i);
+		cr_expect_eq(len, small);
+	}
+	ssd_tier_close(t);
+	free(b);
+}
