@@ -157,9 +157,12 @@ struct tfs_fs {
 	unsigned n_scan_threads;
 	pthread_t scan_threads[SCAN_THREADS_MAX];
 	atomic_uint_fast64_t scan_files, scan_bytes;
-	/* the loader's plan (plan.h), under scan_lock; its workers are the
-	 * scans', and serve it first.  plan_gen counts plans set, so a worker
-	 * tells the plan it took an entry from from a newer one. */
+	/* the loader's plan (plan.h); its workers are the scans', and serve
+	 * it first.  plan_gen counts plans set, so a worker tells the plan
+	 * it took an entry from from a newer one.  plan_lock guards both and
+	 * is a leaf: taken after scan_lock or the SSD tier's lock (which
+	 * asks plan_future()), nothing is taken while it is held. */
+	pthread_mutex_t plan_lock;
 	struct ra_plan *plan;
 	uint64_t plan_gen;
 	atomic_uint_fast64_t plan_files, plan_bytes;
@@ -168,6 +171,7 @@ struct tfs_fs {
 static void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled);
 static void *scan_worker(void *arg);
 static void scan_stop_all(struct tfs_fs *fs);
+static enum ssd_future plan_future(void *ctx, const char *key, bool storing);
 
 /* Source times are in microseconds: a listing fetched and a HEAD answered
  * within one millisecond must still be ordered. */
@@ -903,7 +907,10 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	pthread_cond_init(&fs->relisted, NULL);
 	node_link(fs, root);
 	pthread_mutex_init(&fs->scan_lock, NULL);
+	pthread_mutex_init(&fs->plan_lock, NULL);
 	pthread_cond_init(&fs->scan_cond, NULL);
+	if (cfg->ssd)
+		ssd_tier_set_future_fn(cfg->ssd, plan_future, fs);
 	for (unsigned i = 0; i < cfg->scan_threads && i < SCAN_THREADS_MAX; i++) {
 		if (pthread_create(&fs->scan_threads[i], NULL, scan_worker, fs) != 0)
 			break;             /* fewer fetchers: slower, not wrong */
@@ -941,6 +948,8 @@ void fs_free(struct tfs_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->cfg.ssd)
+		ssd_tier_set_future_fn(fs->cfg.ssd, NULL, NULL);   /* it takes plan_lock */
 	scan_stop_all(fs);              /* its workers fill the cache too */
 	prefetch_pool_free(fs->pool);   /* its jobs fill the cache */
 	while (fs->files.next != &fs->files) {
@@ -1733,13 +1742,15 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 	const char *path;
 
 	memset(j, 0, sizeof(*j));
+	pthread_mutex_lock(&fs->plan_lock);
 	if (fs->plan && ra_plan_take(fs->plan, &j->plan_idx, &path)) {
-		if (!(j->key = strdup(path)))
-			return false;
+		j->key = strdup(path);
 		j->plan = true;
 		j->plan_gen = fs->plan_gen;
-		return true;
 	}
+	pthread_mutex_unlock(&fs->plan_lock);
+	if (j->plan)
+		return j->key != NULL;
 
 	for (size_t i = 0; i < SCAN_DIRS; i++)
 		total += fs->scans[i].st.bytes_taken;
@@ -1812,10 +1823,10 @@ static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
 	uint64_t got;
 	int rc = fs_path_object(fs, j->key, &o);
 
-	pthread_mutex_lock(&fs->scan_lock);
+	pthread_mutex_lock(&fs->plan_lock);
 	if (fs->plan && fs->plan_gen == j->plan_gen)
 		ra_plan_account(fs->plan, j->plan_idx, rc == TFS_OK ? o.size : 0);
-	pthread_mutex_unlock(&fs->scan_lock);
+	pthread_mutex_unlock(&fs->plan_lock);
 	if (rc != TFS_OK)
 		return;             /* not a file (now): the reader's open will say */
 	free(j->key);
@@ -1879,8 +1890,33 @@ static void scan_stop_all(struct tfs_fs *fs)
 		scan_slot_clear(&fs->scans[i]);
 	ra_plan_free(fs->plan);
 	fs->plan = NULL;
+	pthread_mutex_destroy(&fs->plan_lock);
 	pthread_cond_destroy(&fs->scan_cond);
 	pthread_mutex_destroy(&fs->scan_lock);
+}
+
+/* The SSD tier asks what the plan says of object key (see
+ * ssd_tier_set_future_fn): nothing without a plan. */
+static enum ssd_future plan_future(void *ctx, const char *key, bool storing)
+{
+	struct tfs_fs *fs = ctx;
+	size_t pl = strlen(fs->prefix);
+	enum ssd_future f = SSD_FUTURE_UNKNOWN;
+	int n;
+
+	if (strncmp(key, fs->prefix, pl) != 0)
+		return f;
+	pthread_mutex_lock(&fs->plan_lock);
+	/* a plan over still tells what its epoch read: until the next one */
+	if (fs->plan && (n = ra_plan_ahead(fs->plan, key + pl)) >= 0) {
+		/* a chunk being stored was fetched for a read: by a reader
+		 * (its open consumed it) or ahead of the plan (not yet, and
+		 * that open will find it in RAM), so one open still to come
+		 * is the one it serves */
+		f = n > (storing ? 1 : 0) ? SSD_FUTURE_SOON : SSD_FUTURE_DONE;
+	}
+	pthread_mutex_unlock(&fs->plan_lock);
+	return f;
 }
 
 /* File key was opened: consume it in the plan.  true when the plan,
@@ -1892,12 +1928,16 @@ static bool plan_open(struct tfs_fs *fs, const char *key)
 
 	if (strncmp(key, fs->prefix, pl) != 0)
 		return false;
-	pthread_mutex_lock(&fs->scan_lock);
-	if (fs->plan && !ra_plan_done(fs->plan) && ra_plan_on_open(fs->plan, key + pl, &idx)) {
-		in = true;
-		pthread_cond_broadcast(&fs->scan_cond);    /* the window moved */
+	pthread_mutex_lock(&fs->plan_lock);
+	in = fs->plan && !ra_plan_done(fs->plan) && ra_plan_on_open(fs->plan, key + pl, &idx);
+	pthread_mutex_unlock(&fs->plan_lock);
+	if (in) {
+		/* the window moved; under scan_lock, so a worker between its
+		 * look at the plan and its wait cannot miss it */
+		pthread_mutex_lock(&fs->scan_lock);
+		pthread_cond_broadcast(&fs->scan_cond);
+		pthread_mutex_unlock(&fs->scan_lock);
 	}
-	pthread_mutex_unlock(&fs->scan_lock);
 	return in;
 }
 
@@ -1914,10 +1954,12 @@ int fs_plan_set(struct tfs_fs *fs, struct ra_plan *p)
 		ra_plan_free(p);
 		return TFS_E_NOMEM;
 	}
-	pthread_mutex_lock(&fs->scan_lock);
+	pthread_mutex_lock(&fs->plan_lock);
 	old = fs->plan;
 	fs->plan = p;
 	fs->plan_gen++;
+	pthread_mutex_unlock(&fs->plan_lock);
+	pthread_mutex_lock(&fs->scan_lock);
 	pthread_cond_broadcast(&fs->scan_cond);
 	pthread_mutex_unlock(&fs->scan_lock);
 	ra_plan_free(old);
@@ -1928,13 +1970,13 @@ bool fs_plan_info(struct tfs_fs *fs, struct ra_plan_info *out, bool *done)
 {
 	bool has;
 
-	pthread_mutex_lock(&fs->scan_lock);
+	pthread_mutex_lock(&fs->plan_lock);
 	has = fs->plan != NULL;
 	if (has) {
 		ra_plan_info(fs->plan, out);
 		*done = ra_plan_done(fs->plan);
 	}
-	pthread_mutex_unlock(&fs->scan_lock);
+	pthread_mutex_unlock(&fs->plan_lock);
 	return has;
 }
 

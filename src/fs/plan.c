@@ -219,6 +219,27 @@ void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes)
 	p->ahead_bytes += bytes;
 }
 
+int ra_plan_ahead(const struct ra_plan *p, const char *path)
+{
+	size_t s, i;
+	int n = 0;
+
+	if (!p->sealed || p->n == 0)
+		return -1;
+	s = slot_find(p, path, XXH3_64bits(path, strlen(path)));
+	if (!p->slots[s])
+		return -1;
+	/* the slot holds the earliest occurrence not consumed (or the last);
+	 * occurrences left behind come first, so the walk is short */
+	for (i = p->slots[s] - 1; n < 2; i = p->next_dup[i] - 1) {
+		if (!(p->flags[i] & F_CONSUMED) && i >= p->low)
+			n++;
+		if (!p->next_dup[i])
+			break;
+	}
+	return n;
+}
+
 bool ra_plan_done(const struct ra_plan *p)
 {
 	return p->sealed && p->low >= p->n;

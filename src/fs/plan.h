@@ -73,6 +73,11 @@ bool ra_plan_on_open(struct ra_plan *p, const char *path, size_t *idx);
 bool ra_plan_take(struct ra_plan *p, size_t *idx, const char **path);
 void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes);
 
+/* How often the plan will still open path: its occurrences not consumed
+ * at or after low, at most 2 (0: read already, or left behind); -1 when
+ * path is not in the plan.  Changes nothing. */
+int ra_plan_ahead(const struct ra_plan *p, const char *path);
+
 /* Is the plan over (every entry consumed or abandoned)? */
 bool ra_plan_done(const struct ra_plan *p);
 void ra_plan_info(const struct ra_plan *p, struct ra_plan_info *out);

@@ -118,6 +118,8 @@ struct ssd_tier {
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
+	ssd_tier_future_fn future_fn;   /* the reader's plan; NULL = none (under lock) */
+	void *future_ctx;
 	struct job *q_head, *q_tail;
 	unsigned q_stores, q_drops;
 	uint64_t seq_queued, seq_done;
@@ -389,10 +391,30 @@ static struct ssd_entry *entry_of_key(struct ssd_tier *t, uint64_t lo)
  * reached this tier, hit or miss, and each STORED entry by the half of
  * its 128-bit hash that picks its bucket.  A key it holds with no entry behind it (two
  * chunks whose halves collided, one of them gone) is forgotten. */
+/* The policy's pinned test while a plan is known: an entry the plan
+ * reads later is kept while there is another victim (lock held). */
+static bool needed_soon(void *ctx, uint64_t lo)
+{
+	struct ssd_tier *t = ctx;
+	struct ssd_entry *e = entry_of_key(t, lo);
+
+	return e && t->future_fn(t->future_ctx, e->key, false) == SSD_FUTURE_SOON;
+}
+
+/* The policy's victim; with a plan, one the plan does not read later if
+ * the policy has one (Belady's rule: what is needed furthest ahead goes
+ * first, and what is not needed again is furthest).  Lock held. */
 static struct ssd_entry *victim_choose(struct ssd_tier *t)
 {
 	uint64_t v;
 
+	while (t->future_fn && evict_policy_victim(t->policy, needed_soon, t, &v)) {
+		struct ssd_entry *e = entry_of_key(t, v);
+
+		if (e)
+			return e;
+		evict_policy_remove(t->policy, v);
+	}
 	while (evict_policy_victim(t->policy, NULL, NULL, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
@@ -645,9 +667,11 @@ static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
  * done: nothing evictable left, more than EVICT_PASS_MAX victims needed,
  * or the free-space bound out of reach even with all our chunks gone
  * (then nothing is evicted: another user's data fills the disk, and
- * emptying the cache would not help).  Writer thread, or open. */
+ * emptying the cache would not help).  Likewise when key (the object
+ * being stored; NULL: an operator's or no chunk) is one the reader's plan
+ * is done with (ssd_tier_set_future_fn).  Writer thread, or open. */
 static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candidate,
-		      bool *rejected)
+		      const char *key, bool *rejected)
 {
 	bool check_fs = t->min_free_pct > 0;
 	uint64_t avail = 0, reserve = 0, used;
@@ -678,6 +702,12 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 		     evict_policy_size(t->policy) < evict_policy_capacity(t->policy))) {
 			pthread_mutex_unlock(&t->lock);
 			return true;
+		}
+		if (n == 0 && key && t->future_fn &&
+		    t->future_fn(t->future_ctx, key, true) == SSD_FUTURE_DONE) {
+			pthread_mutex_unlock(&t->lock);
+			*rejected = true;
+			return false;
 		}
 		v = n < EVICT_PASS_MAX ? victim_choose(t) : NULL;
 		if (!v) {
@@ -746,7 +776,8 @@ static void job_store(struct ssd_tier *t, struct job *j)
 		goto drop;
 	e->data_len = j->len;
 	e->file_bytes = file_bytes_of(j->len);
-	if (!make_room(t, e->file_bytes, j->force ? NULL : &e->lo, &rejected))
+	if (!make_room(t, e->file_bytes, j->force ? NULL : &e->lo, j->force ? NULL : e->key,
+		       &rejected))
 		goto drop;
 	e->xxh = XXH3_64bits(j->data, j->len);
 	err = chunk_file_write(t, e, j->data, j->len);
@@ -1375,7 +1406,7 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 	rc = policy_load(t);
 	if (rc != TFS_OK)
 		goto out;
-	(void)make_room(t, 0, NULL, NULL);
+	(void)make_room(t, 0, NULL, NULL, NULL);
 	assert(table_check(t));   /* the bounds may have shrunk since last time */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %ld ms: %zu records, %zu dropped (no file), %zu files adopted, %zu bad and %zu temporary files deleted, %" PRIu64 " evicted to fit the bounds",
@@ -1679,6 +1710,14 @@ bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const 
 			   size_t len, ssd_tier_release_fn release, void *arg)
 {
 	return store(t, id, data, len, release, arg, true);
+}
+
+void ssd_tier_set_future_fn(struct ssd_tier *t, ssd_tier_future_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	t->future_fn = fn;
+	t->future_ctx = ctx;
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* ---- residency, pins and evictions an operator asks for ---- */

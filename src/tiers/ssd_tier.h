@@ -79,6 +79,24 @@ typedef void (*ssd_tier_release_fn)(void *arg);
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg);
 
+/* What a reader's plan (fs/plan.h) says of an object: read later in it
+ * (SOON), not (DONE), or nothing (UNKNOWN: no plan, or not in it).  For a
+ * chunk being stored (storing true) "later" means after the read its copy
+ * was fetched for: the next open of it, or the one a fetch ahead of the
+ * plan serves. */
+enum ssd_future { SSD_FUTURE_UNKNOWN, SSD_FUTURE_SOON, SSD_FUTURE_DONE };
+typedef enum ssd_future (*ssd_tier_future_fn)(void *ctx, const char *key, bool storing);
+
+/* Let the plan steer the tier (Belady's rule with the plan as the
+ * future): a chunk the plan is DONE with once read is stored only in free
+ * room, never by evicting (it is the furthest needed of all); and
+ * eviction passes over chunks of objects the plan reads later (SOON)
+ * while the policy has another victim.  The question is asked when the
+ * writer stores the chunk, not when it is queued.  fn is called with the tier's
+ * lock held, from any thread: it must not call into the tier.  NULL
+ * turns it off; after this returns the old fn is no longer called. */
+void ssd_tier_set_future_fn(struct ssd_tier *t, ssd_tier_future_fn fn, void *ctx);
+
 /* ssd_tier_store() for an operator's warm-up: the admission policy is
  * not asked (victims are still evicted to make room), and a full write
  * queue is waited for, not a refusal. */

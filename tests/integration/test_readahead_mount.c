@@ -239,23 +239,39 @@ Test(readahead, shuffled_epoch_is_fetched_ahead_once)
 	it_unmount_ok(&env, &mnt);
 }
 
-/* stats --json's "plan" object's field (-1 when there is no plan). */
-static long long plan_stat(const char *field)
+/* A stats --json field by its dotted path, "counters.ssd.entries" (-1
+ * when absent). */
+static long long json_stat(const char *path)
 {
 	const char *args[] = { "stats", mnt.dir, "--json", NULL };
-	struct json_object *o, *p, *v;
+	struct json_object *o, *v;
 	struct it_run r;
+	char buf[128], *save = NULL;
 	long long val = -1;
 
 	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
 	cr_assert_eq(r.status, 0, "tierfs stats: %s", r.out);
 	o = json_tokener_parse(r.out);
 	cr_assert_not_null(o, "not JSON: %s", r.out);
-	if (json_object_object_get_ex(o, "plan", &p) && json_object_object_get_ex(p, field, &v))
+	it_fmt(buf, sizeof(buf), "%s", path);
+	v = o;
+	for (char *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(v, k, &v))
+			v = NULL;
+	if (v)
 		val = json_object_get_int64(v);
 	json_object_put(o);
 	it_run_release(&r);
 	return val;
+}
+
+/* stats --json's "plan" object's field (-1 when there is no plan). */
+static long long plan_stat(const char *field)
+{
+	char path[64];
+
+	it_fmt(path, sizeof(path), "plan.%s", field);
+	return json_stat(path);
 }
 
 /* Write the plan file (absolute paths under the mount, as a loader has
@@ -401,5 +417,54 @@ Test(readahead, a_long_plan_arrives_whole)
 	cr_expect_eq(plan_stat("entries"), LINES);
 	read_seq_exact("imgs/000.jpg", 1000, IMG_SIZE, 128 * 1024);
 	cr_expect_eq(plan_stat("opened"), 1);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* A dataset twice the cache, read in a new shuffled order each epoch with
+ * the plan handed over: what the SSD tier holds stays (nothing is evicted
+ * for a file the plan will not read again this epoch, Belady's rule), so
+ * from epoch 2 on it all is read from the cache and only the rest from
+ * the store. */
+Test(readahead, with_a_plan_a_cache_smaller_than_the_dataset_keeps_its_set)
+{
+	char dir[PATH_MAX], rel[64];
+	const char *opts[] = { "--cache-dir", dir, "--ssd-size", "2M", "--ram-size", "1M",
+			       "--scan-prefetch", "4", NULL };
+	static const int mult[] = { 23, 17, 31 };
+	int order[N_IMGS];
+
+	cr_assert_eq(it_mkdtemp(&env, "belady", dir, sizeof(dir)), 0);
+	mount_ra(opts);
+	for (int e = 0; e < 3; e++) {
+		long long held = json_stat("counters.ssd.entries");
+		long long ev = json_stat("counters.ssd.evictions");
+
+		for (int i = 0; i < N_IMGS; i++)
+			order[i] = (i * mult[e] + 7 * e) % N_IMGS;
+		it_proxy_reset_stats(&proxy);
+		plan_send(order, N_IMGS);
+		for (int k = 0; k < N_IMGS; k++) {
+			it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", order[k]);
+			read_seq_exact(rel, 1000 + (uint64_t)order[k],
+				       IMG_SIZE + (uint64_t)order[k], 128 * 1024);
+		}
+		sleep(1);    /* the SSD writer stores the last ones */
+		long long gets = it_proxy_stat(&proxy, "object_GET");
+		long long evicted = json_stat("counters.ssd.evictions") - ev;
+
+		if (e == 0) {
+			/* a 1 MiB RAM tier holds ~9 of them: a file fetched
+			 * ahead may be evicted before it is read, and fetched
+			 * again */
+			cr_expect_geq(gets, N_IMGS, "epoch 1: %lld GETs", gets);
+			cr_log_info("epoch 1: %lld GETs of %d files", gets, N_IMGS);
+			continue;
+		}
+		cr_expect_gt(held, N_IMGS / 4, "epoch %d began with %lld files on SSD", e + 1, held);
+		cr_expect_eq(evicted, 0, "epoch %d: %lld evicted from SSD", e + 1, evicted);
+		cr_expect_leq(gets, N_IMGS - held, "epoch %d: %lld GETs, %lld files were on SSD",
+			      e + 1, gets, held);
+		cr_log_info("epoch %d: %lld GETs of %d files, %lld on SSD", e + 1, gets, N_IMGS, held);
+	}
 	it_unmount_ok(&env, &mnt);
 }

@@ -203,3 +203,34 @@ Test(plan, a_large_shuffled_plan_is_followed_to_its_end)
 	cr_expect(ra_plan_done(p));
 	ra_plan_free(p);
 }
+
+Test(plan, ahead_counts_the_opens_still_to_come)
+{
+	struct ra_plan *p = ra_plan_new();
+	size_t idx;
+
+	cr_assert_eq(ra_plan_add(p, "a", 1), 0);
+	cr_assert_eq(ra_plan_add(p, "b", 1), 0);
+	cr_assert_eq(ra_plan_add(p, "a", 1), 0);
+	cr_assert_eq(ra_plan_seal(p, 10, UINT64_MAX), 0);
+	cr_expect_eq(ra_plan_ahead(p, "a"), 2);
+	cr_expect_eq(ra_plan_ahead(p, "b"), 1);
+	cr_expect_eq(ra_plan_ahead(p, "zz"), -1);
+	cr_expect(ra_plan_on_open(p, "a", &idx));
+	cr_expect_eq(ra_plan_ahead(p, "a"), 1, "read again at 2");
+	cr_expect(ra_plan_on_open(p, "b", &idx));
+	cr_expect_eq(ra_plan_ahead(p, "b"), 0);
+	cr_expect(ra_plan_on_open(p, "a", &idx));
+	cr_expect_eq(ra_plan_ahead(p, "a"), 0);
+	ra_plan_free(p);
+}
+
+Test(plan, an_entry_skipped_over_is_not_ahead)
+{
+	struct ra_plan *p = plan_of(100, 4, UINT64_MAX);
+
+	open_path(p, 50, 50);    /* skipped ahead past 0..49 */
+	cr_expect_eq(ra_plan_ahead(p, "d/f00010"), 0);
+	cr_expect_eq(ra_plan_ahead(p, "d/f00060"), 1);
+	ra_plan_free(p);
+}

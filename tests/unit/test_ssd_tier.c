@@ -1127,3 +1127,54 @@ Test(ssd_tier, small_chunks_fill_the_bytes_not_a_chunk_count)
 	ssd_tier_close(t);
 	free(b);
 }
+
+/* A stand-in plan: keys starting with "soon" are read later, "done" ones
+ * were read and will not be again. */
+static enum ssd_future future_by_name(void *ctx, const char *key, bool storing)
+{
+	(void)ctx;
+	(void)storing;
+	if (strncmp(key, "soon", 4) == 0)
+		return SSD_FUTURE_SOON;
+	if (strncmp(key, "done", 4) == 0)
+		return SSD_FUTURE_DONE;
+	return SSD_FUTURE_UNKNOWN;
+}
+
+/* With a plan, a full tier takes nothing the plan is done with (it would
+ * evict to store what is needed furthest ahead: never), and a chunk the
+ * plan reads later outlives others when room is made. */
+Test(ssd_tier, a_plan_keeps_what_it_reads_later_and_admits_nothing_it_is_done_with)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct tier_stats st;
+	struct chunk_id soon = { "soon", "e", 0 }, other = { "other", "e", 0 };
+	struct chunk_id done = { "done", "e", 0 }, last = { "other", "e", 9 };
+
+	cfg.capacity = 2 * FILE_BYTES(CS);
+	cfg.policy = EVICT_LRU;
+	t = tier_open(&cfg);
+	ssd_tier_set_future_fn(t, future_by_name, NULL);
+	cr_assert(store(t, &soon, CS));      /* the LRU end */
+	cr_assert(store(t, &other, CS));
+	ssd_tier_flush(t);
+	cr_assert(store(t, &done, CS));      /* full: not admitted */
+	ssd_tier_flush(t);
+	st = stats(t);
+	cr_expect_eq(st.entries, 2);
+	cr_expect_eq(st.evictions, 0, "evicted for a chunk the plan is done with");
+	cr_expect_not(read_ok(t, &done, CS));
+	/* room for an unknown one: LRU would take "soon", the plan keeps it */
+	cr_assert(store(t, &last, CS));
+	ssd_tier_flush(t);
+	cr_expect(read_ok(t, &soon, CS), "the chunk the plan reads later was evicted");
+	cr_expect_not(read_ok(t, &other, CS));
+	cr_expect(read_ok(t, &last, CS));
+	/* without the plan, the policy alone decides again */
+	ssd_tier_set_future_fn(t, NULL, NULL);
+	cr_assert(store(t, &done, CS));
+	ssd_tier_flush(t);
+	cr_expect(read_ok(t, &done, CS));
+	ssd_tier_close(t);
+}
