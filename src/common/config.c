@@ -82,7 +82,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->read_ahead = UINT64_MAX;
 	cfg->read_ahead_files = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
-	cfg->scan_prefetch = 8;
+	cfg->scan_prefetch = 16;
 	cfg->plan_window = 256;
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;

@@ -47,7 +47,7 @@ struct fs_config {
 				    * any order (fs/scan.h) or for the loader's plan
 				    * (fs/plan.h); 0 = off */
 	unsigned plan_window;      /* files of a plan fetched ahead of its reader at most
-				    * (and read_ahead_mem bytes) */
+				    * (and read_ahead_mem / 2 bytes) */
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode;
@@ -160,7 +160,7 @@ struct ra_plan_info;
 /* Hand over the loader's plan (fs/plan.h): p, built with ra_plan_add()
  * from paths relative to the mount root in the order they will be
  * opened, not sealed.  The fs takes p (freed on every outcome), seals it
- * with a window of plan_window files and read_ahead_mem bytes, and its
+ * with a window of plan_window files and read_ahead_mem / 2 bytes, and its
  * fetchers bring the window into RAM ahead of the reader.  It replaces
  * any plan; NULL clears.  TFS_OK; TFS_E_INVAL without fetchers
  * (scan_threads 0); TFS_E_NOMEM.  Thread-safe. */

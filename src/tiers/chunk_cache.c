@@ -121,14 +121,21 @@ static void release_ref(void *ref)
 	chunk_ref_put(ref);
 }
 
-/* A chunk the store supplied goes to the SSD tier too (write-behind). */
+/* A chunk the store supplied goes to the SSD tier too (write-behind);
+ * wait: for room in its queue (a fetch ahead: no reader waits), else a
+ * full queue drops it. */
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
-			 const struct chain_fill *c, struct chunk_ref *ref)
+			 const struct chain_fill *c, struct chunk_ref *ref, bool wait)
 {
 	if (c->from_store && cc->ssd && chunk_ref_len(ref) > 0) {
 		struct chunk_ref *d = chunk_ref_dup(ref);
-		(void)ssd_tier_store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
-				     release_ref, d);   /* refused: released, counted */
+		/* refused: released, counted */
+		if (wait)
+			(void)ssd_tier_store_wait(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+						  release_ref, d);
+		else
+			(void)ssd_tier_store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+					     release_ref, d);
 	}
 }
 
@@ -165,7 +172,7 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
 	rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, out);
 
 	if (rc == TFS_OK)
-		write_behind(cc, id, &c, *out);
+		write_behind(cc, id, &c, *out, false);
 	return rc;
 }
 
@@ -177,7 +184,7 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size
 	int rc = ram_tier_prefetch(cc->ram, id, expect_len, chain_fill, &c, &ref);
 
 	if (rc == TFS_OK) {
-		write_behind(cc, id, &c, ref);
+		write_behind(cc, id, &c, ref, true);
 		chunk_ref_put(ref);
 	}
 	return rc;
@@ -202,7 +209,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 		rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, &ref);
 		if (rc != TFS_OK)
 			return rc;
-		write_behind(cc, id, &c, ref);
+		write_behind(cc, id, &c, ref, true);
 		chunk_ref_put(ref);
 		*fetched = c.from_store;
 		return TFS_OK;

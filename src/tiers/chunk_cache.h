@@ -64,7 +64,8 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
 		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out);
 
 /* Bring chunk id into the RAM tier ahead of its reader (from SSD, or the
- * store through fetch, then queued for SSD like a read's chunk).  TFS_OK
+ * store through fetch, then queued for SSD like a read's chunk, waiting
+ * for room in the SSD tier's queue where a reader's would be dropped).  TFS_OK
  * when fetched; TFS_AGAIN when present or in flight already, or when RAM
  * has no slot to spare; errors are the fetch's.  Blocks for the fill:
  * call it from a read-ahead worker, never a reader. */

@@ -1653,7 +1653,7 @@ static void queue_push(struct ssd_tier *t, struct job *j)
 }
 
 static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		  ssd_tier_release_fn release, void *arg, bool force)
+		  ssd_tier_release_fn release, void *arg, bool force, bool wait)
 {
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
@@ -1677,10 +1677,11 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
-	/* an operator's warm-up waits for room in the queue: its chunk was
-	 * fetched for this and nothing else (a reader's write-behind is not
-	 * worth a reader's wait: it is dropped) */
-	while (force && !t->stopping && t->q_stores >= t->queue_max)
+	/* an operator's warm-up, and a fetch ahead (wait), wait for room in
+	 * the queue: no reader waits on them, and a chunk dropped here is
+	 * fetched again next epoch (a reader's write-behind is not worth a
+	 * reader's wait: it is dropped) */
+	while ((force || wait) && !t->stopping && t->q_stores >= t->queue_max)
 		pthread_cond_wait(&t->done_cond, &t->lock);
 	if (t->stopping || t->q_stores >= t->queue_max) {
 		pthread_mutex_unlock(&t->lock);
@@ -1703,13 +1704,19 @@ refuse:
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false);
+	return store(t, id, data, len, release, arg, false, false);
+}
+
+bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			 size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, false, true);
 }
 
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, true);
+	return store(t, id, data, len, release, arg, true, true);
 }
 
 void ssd_tier_set_future_fn(struct ssd_tier *t, ssd_tier_future_fn fn, void *ctx)

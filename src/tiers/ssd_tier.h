@@ -78,6 +78,11 @@ typedef void (*ssd_tier_release_fn)(void *arg);
  * stored), and then release(arg) has already been called. */
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg);
+/* ssd_tier_store() that waits for room in the queue rather than drop the
+ * chunk (a fetch ahead of a reader: no reader waits on it).  The
+ * admission policy still decides. */
+bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			 size_t len, ssd_tier_release_fn release, void *arg);
 
 /* What a reader's plan (fs/plan.h) says of an object: read later in it
  * (SOON), not (DONE), or nothing (UNKNOWN: no plan, or not in it).  For a
