@@ -428,6 +428,8 @@ static const struct {
 	  "Bytes fetched from below to fill the tier." },
 	{ "insertions", "tier_insertions_total", "counter", "Chunks inserted into the tier." },
 	{ "evictions", "tier_evictions_total", "counter", "Chunks evicted from the tier." },
+	{ "evictions_read", "tier_evictions_read_total", "counter",
+	  "Of the evictions, chunks read through this epoch by a plan or scan." },
 	{ "rejected", "tier_rejected_total", "counter", "Chunks the admission policy refused." },
 	{ "checksum_failures", "tier_checksum_failures_total", "counter",
 	  "Stored chunks whose checksum did not match (served as misses)." },

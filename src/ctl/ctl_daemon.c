@@ -134,6 +134,7 @@ static struct json_object *tier_json(const struct tier_stats *t, const struct ti
 	add_u64(o, "bytes_fetched", SINCE(t, b, bytes_fetched));
 	add_u64(o, "insertions", SINCE(t, b, insertions));
 	add_u64(o, "evictions", SINCE(t, b, evictions));
+	add_u64(o, "evictions_read", SINCE(t, b, evictions_read));
 	add_u64(o, "checksum_failures", SINCE(t, b, checksum_failures));
 	add_u64(o, "io_errors", SINCE(t, b, io_errors));
 	add_u64(o, "dropped", SINCE(t, b, dropped));

@@ -209,6 +209,12 @@ bool ra_plan_take(struct ra_plan *p, size_t *idx, const char **path)
 	return false;
 }
 
+bool ra_plan_can_take(const struct ra_plan *p)
+{
+	return p->sealed && p->next < p->n && p->next < p->low + p->window_files &&
+	       p->ahead_bytes < p->window_bytes;
+}
+
 void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes)
 {
 	if (idx >= p->n || !(p->flags[idx] & F_TAKEN) ||

@@ -71,6 +71,11 @@ bool ra_plan_on_open(struct ra_plan *p, const char *path, size_t *idx);
  * (ra_plan_account; 0 for a directory or a file gone).  false when
  * nothing is to be fetched now. */
 bool ra_plan_take(struct ra_plan *p, size_t *idx, const char **path);
+
+/* Might ra_plan_take() hand out an entry now?  (true may still find only
+ * entries read already; false is exact.)  For waking one fetcher, not
+ * all of them, when the window moves. */
+bool ra_plan_can_take(const struct ra_plan *p);
 void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes);
 
 /* How often the plan will still open path: its occurrences not consumed

@@ -177,11 +177,12 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
 }
 
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-			 ram_tier_fill_fn fetch, void *ctx)
+			 bool epoch, ram_tier_fill_fn fetch, void *ctx)
 {
 	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
 	struct chunk_ref *ref;
-	int rc = ram_tier_prefetch(cc->ram, id, expect_len, chain_fill, &c, &ref);
+	int rc = epoch ? ram_tier_prefetch_epoch(cc->ram, id, expect_len, chain_fill, &c, &ref)
+		       : ram_tier_prefetch(cc->ram, id, expect_len, chain_fill, &c, &ref);
 
 	if (rc == TFS_OK) {
 		write_behind(cc, id, &c, ref, true);
@@ -262,6 +263,17 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 		return ssd_tier_contains(cc->ssd, id) == len ? TFS_OK : TFS_AGAIN;
 	}
 	return TFS_OK;
+}
+
+void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref)
+{
+	(void)cc;
+	ram_tier_read_done(ref);
+}
+
+void chunk_cache_new_epoch(struct chunk_cache *cc)
+{
+	ram_tier_new_epoch(cc->ram);
 }
 
 void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,

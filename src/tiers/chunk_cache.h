@@ -68,9 +68,10 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t ex
  * for room in the SSD tier's queue where a reader's would be dropped).  TFS_OK
  * when fetched; TFS_AGAIN when present or in flight already, or when RAM
  * has no slot to spare; errors are the fetch's.  Blocks for the fill:
- * call it from a read-ahead worker, never a reader. */
+ * call it from a read-ahead worker, never a reader.  epoch: for a job
+ * that reads each file once an epoch (ram_tier_prefetch_epoch). */
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-			 ram_tier_fill_fn fetch, void *ctx);
+			 bool epoch, ram_tier_fill_fn fetch, void *ctx);
 
 /* Bring chunk id into tier (an operator's warm-up).  PIN_RAM: as a
  * reader's miss would (RAM, then SSD write-behind).  PIN_SSD: straight to
@@ -84,6 +85,12 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 
 /* Bytes of one object version (size bytes, chunks of cache_id) present in
  * RAM and on SSD.  Not an access; no I/O. */
+/* ref (held) was read through by a reader that reads its file once this
+ * epoch: evicted first from RAM (ram_tier_read_done).  new_epoch: every
+ * file is needed again. */
+void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref);
+void chunk_cache_new_epoch(struct chunk_cache *cc);
+
 void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
 			   uint64_t size, uint64_t *ram, uint64_t *ssd);
 

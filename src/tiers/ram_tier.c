@@ -46,6 +46,19 @@
  * (everything it examined pinned, or it lost track of a slot whose hash
  * collided with another's), a sweep takes any READY unreferenced slot;
  * when there is none the miss overflows.
+ *
+ * Read through this epoch: a job that reads every file of a dataset once
+ * an epoch (a loader's plan, or a scan found by the file system) has no
+ * use for a file it read until the next epoch, when every file is
+ * needed again.  Belady's rule then evicts those first, and the latest
+ * of them first: the chunks the caller marks (ram_tier_read_done) go on
+ * a list, newest on top, that victims are taken from before the policy
+ * is asked.  So a dataset larger than RAM keeps a stable part of itself
+ * resident, C/N of it hit every epoch, instead of each miss displacing a
+ * chunk the epoch has yet to read.  A mark belongs to the epoch it was
+ * made in (ram_tier_new_epoch makes the older ones void, as every file is
+ * needed again), and to the chunk: an eviction voids it (done_lock,
+ * after evict_lock and before a stripe lock).
  */
 #include "tiers/ram_tier.h"
 
@@ -80,6 +93,9 @@ struct chunk_ref {
 	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
 	uint64_t ahead_seq;       /* the tier's ahead_pos when it was issued, its size included */
 	bool overflow;
+	bool on_done;             /* on the done list (under done_lock) */
+	atomic_uint_fast64_t done_gen;   /* the epoch it was read through in; 0 = none */
+	struct chunk_ref *dprev, *dnext; /* the done list, under done_lock */
 	int fill_rc;              /* result seen by waiters of a failed fill */
 	uint64_t hash;
 	char *key;
@@ -129,6 +145,10 @@ struct ram_tier {
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	ram_tier_pinned_fn pinned_fn;   /* is a new chunk's key pinned? NULL = none */
 	void *pinned_ctx;
+	pthread_mutex_t done_lock;
+	struct chunk_ref *done_top;     /* read through this epoch, newest first */
+	atomic_uint_fast64_t epoch;     /* >= 1 */
+	atomic_uint_fast64_t done_evictions;
 };
 
 /* A chunk buffer.  Chunks of 2 MiB and more are 2 MiB-aligned and asked
@@ -237,6 +257,8 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum e
 		pthread_mutex_init(&t->stripes[i].lock, NULL);
 	pthread_mutex_init(&t->evict_lock, NULL);
 	pthread_mutex_init(&t->wait_lock, NULL);
+	pthread_mutex_init(&t->done_lock, NULL);
+	atomic_init(&t->epoch, 1);
 	pthread_cond_init(&t->wait_cond, NULL);
 	for (size_t i = n; i-- > 0;) {
 		t->slots[i].tier = t;
@@ -260,6 +282,7 @@ void ram_tier_free(struct ram_tier *t)
 		pthread_mutex_destroy(&t->stripes[i].lock);
 	pthread_mutex_destroy(&t->evict_lock);
 	pthread_mutex_destroy(&t->wait_lock);
+	pthread_mutex_destroy(&t->done_lock);
 	pthread_cond_destroy(&t->wait_cond);
 	evict_policy_free(t->policy);
 	free(t->slots);
@@ -297,19 +320,23 @@ static void free_push(struct ram_tier *t, struct chunk_ref *s)
 
 static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s);
 
-/* Unhash slot s if it is READY, unreferenced, not pinned, and not
- * protected read-ahead unless take_protected (stripe lock taken here, so
- * the tests and the unhashing are one step; evict_lock held by the
- * caller).  true when s is now a private FREE slot. */
-static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s, bool take_protected)
+/* Unhash slot s if it is READY, unreferenced, not pinned, not protected
+ * read-ahead unless take_protected, and read through in epoch done_gen
+ * unless that is 0 (stripe lock taken here, so the tests and the
+ * unhashing are one step; evict_lock held by the caller).  true when s
+ * is now a private FREE slot. */
+static bool slot_try_evict_gen(struct ram_tier *t, struct chunk_ref *s, bool take_protected,
+			       uint64_t done_gen)
 {
 	pthread_mutex_t *sl = stripe_of(t, s->hash);
 	bool ok = false;
 
 	pthread_mutex_lock(sl);
 	if (atomic_load(&s->state) == SLOT_READY && atomic_load(&s->refs) == 0 &&
-	    !atomic_load(&s->pinned) && (take_protected || !slot_protected(t, s))) {
+	    !atomic_load(&s->pinned) && (take_protected || !slot_protected(t, s)) &&
+	    (done_gen == 0 || atomic_load(&s->done_gen) == done_gen)) {
 		hash_remove(t, s);
+		atomic_store(&s->done_gen, 0);   /* the mark was its chunk's */
 		if (atomic_load(&s->ahead)) {
 			atomic_store(&s->ahead, false);
 			atomic_fetch_add(&t->ahead_wasted, 1);
@@ -322,6 +349,86 @@ static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s, bool take_pr
 	}
 	pthread_mutex_unlock(sl);
 	return ok;
+}
+
+static bool slot_try_evict(struct ram_tier *t, struct chunk_ref *s, bool take_protected)
+{
+	return slot_try_evict_gen(t, s, take_protected, 0);
+}
+
+/* The done list (done_lock held). */
+static void done_unlink(struct ram_tier *t, struct chunk_ref *s)
+{
+	if (!s->on_done)
+		return;
+	if (s->dprev)
+		s->dprev->dnext = s->dnext;
+	else
+		t->done_top = s->dnext;
+	if (s->dnext)
+		s->dnext->dprev = s->dprev;
+	s->dprev = s->dnext = NULL;
+	s->on_done = false;
+}
+
+static void done_push(struct ram_tier *t, struct chunk_ref *s)
+{
+	s->dprev = NULL;
+	s->dnext = t->done_top;
+	if (t->done_top)
+		t->done_top->dprev = s;
+	t->done_top = s;
+	s->on_done = true;
+}
+
+/* The latest chunk read through this epoch that can be evicted, evicted;
+ * NULL when none among the first DONE_LOOK of the list.  Void marks (an
+ * older epoch's, an evicted chunk's) leave the list on the way.
+ * evict_lock held. */
+#define DONE_LOOK 64
+static struct chunk_ref *done_evict(struct ram_tier *t)
+{
+	uint64_t gen = atomic_load(&t->epoch);
+	struct chunk_ref *s, *next, *got = NULL;
+	int looked = 0;
+
+	pthread_mutex_lock(&t->done_lock);
+	for (s = t->done_top; s && looked < DONE_LOOK; s = next, looked++) {
+		next = s->dnext;
+		if (atomic_load(&s->done_gen) != gen) {
+			done_unlink(t, s);
+		} else if (slot_try_evict_gen(t, s, false, gen)) {
+			done_unlink(t, s);
+			got = s;
+			break;
+		}
+		/* else in use (being replied from, stored): the next one */
+	}
+	pthread_mutex_unlock(&t->done_lock);
+	if (got) {
+		evict_policy_remove(t->policy, got->hash);
+		atomic_fetch_add(&t->done_evictions, 1);
+	}
+	return got;
+}
+
+void ram_tier_read_done(struct chunk_ref *r)
+{
+	struct ram_tier *t = r->tier;
+
+	if (r->overflow)
+		return;
+	pthread_mutex_lock(&t->done_lock);
+	/* the caller holds a reference: the slot still holds this chunk */
+	atomic_store(&r->done_gen, atomic_load(&t->epoch));
+	done_unlink(t, r);
+	done_push(t, r);
+	pthread_mutex_unlock(&t->done_lock);
+}
+
+void ram_tier_new_epoch(struct ram_tier *t)
+{
+	atomic_fetch_add(&t->epoch, 1);
 }
 
 /* Replay the stripes' buffered hits into the policy.  evict_lock held. */
@@ -446,12 +553,17 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 	return NULL;
 }
 
-/* One slot evicted (the policy's victim, else any evictable one), or
- * NULL.  evict_lock held. */
-static struct chunk_ref *victim_take(struct ram_tier *t, bool ahead)
+/* One slot evicted (the latest read through this epoch, else the
+ * policy's victim, else any evictable one; for an epoch's fetch ahead,
+ * only the first), or NULL.  evict_lock held. */
+static struct chunk_ref *victim_take(struct ram_tier *t, bool ahead, bool epoch)
 {
-	struct chunk_ref *s = policy_evict(t);
+	struct chunk_ref *s = done_evict(t);
 
+	if (epoch)
+		return s;
+	if (!s)
+		s = policy_evict(t);
 	return s ? s : sweep_evict(t, ahead);
 }
 
@@ -471,7 +583,8 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  *
  * The bound is on buffer bytes, not slots (there is a slot per SLOT_GRAIN
  * of capacity): an image of 100 KB takes about 100 KB, not a chunk. */
-static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, size_t size)
+static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, bool epoch,
+				    size_t size)
 {
 	struct chunk_ref *s = NULL;
 
@@ -484,12 +597,12 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, s
 		t->free_top = s->fnext;
 		s->fnext = NULL;
 	} else {
-		s = victim_take(t, ahead);
+		s = victim_take(t, ahead, epoch);
 	}
 	if (s && !buf_fits(s, size)) {
 		slot_buf_drop(t, s);
 		while (atomic_load(&t->mem) + size > t->capacity) {
-			struct chunk_ref *v = victim_take(t, ahead);
+			struct chunk_ref *v = victim_take(t, ahead, epoch);
 
 			if (!v)
 				break;
@@ -621,7 +734,7 @@ static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
  * taken without evicting awaited read-ahead); on TFS_OK it holds a
  * reference to the chunk it filled, like a reader. */
 static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out, bool ahead)
+		    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out, bool ahead, bool epoch)
 {
 	uint64_t h = chunk_hash(id);
 	size_t size = buf_size(t, expect_len);
@@ -672,7 +785,7 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
-		fresh = slot_take(t, h, ahead, size);
+		fresh = slot_take(t, h, ahead, epoch, size);
 		if (!fresh && ahead) {
 			atomic_fetch_add(&t->ahead_dropped, 1);
 			return TFS_AGAIN;
@@ -745,13 +858,19 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect
 int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 		 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
 {
-	return tier_get(t, id, expect_len, fill, ctx, out, false);
+	return tier_get(t, id, expect_len, fill, ctx, out, false, false);
 }
 
 int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
 {
-	return tier_get(t, id, expect_len, fill, ctx, out, true);
+	return tier_get(t, id, expect_len, fill, ctx, out, true, false);
+}
+
+int ram_tier_prefetch_epoch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+			    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
+{
+	return tier_get(t, id, expect_len, fill, ctx, out, true, true);
 }
 
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
@@ -926,6 +1045,7 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->misses = atomic_load(&t->misses);
 	out->waits = atomic_load(&t->waits);
 	out->evictions = atomic_load(&t->evictions);
+	out->evictions_read = atomic_load(&t->done_evictions);
 	out->overflow = atomic_load(&t->overflow);
 	out->fills_failed = atomic_load(&t->fills_failed);
 	out->insertions = atomic_load(&t->insertions);

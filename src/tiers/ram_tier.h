@@ -62,6 +62,14 @@ int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_le
 int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
 
+/* The same for a job that reads each file once an epoch (a plan, a
+ * scan): the slot is free, or a chunk read through this epoch
+ * (ram_tier_read_done) is evicted for it, never one the epoch has yet to
+ * read: fetching one file early at the cost of fetching another again is
+ * no gain.  TFS_AGAIN (dropped) when there is no such slot. */
+int ram_tier_prefetch_epoch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+			    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
+
 /* Protect at most `bytes` of the latest read-ahead (counted by buffer
  * size) from eviction (0, the default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
@@ -74,6 +82,15 @@ void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx
 /* Pin or unpin the present chunks (filled or being filled) of object key,
  * every version; key NULL: of every object.  How many changed.  O(slots). */
 size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on);
+
+/* The caller, holding r, has read chunk r through and will not read it
+ * again this epoch (its file is read once an epoch, by a loader's plan or
+ * a scan): when something must be evicted, such chunks go first, the
+ * latest first (Belady's rule for a job that reads every file once an
+ * epoch; see ram_tier.c).  ram_tier_new_epoch(): every file is needed
+ * again; the marks made so far are void. */
+void ram_tier_read_done(struct chunk_ref *r);
+void ram_tier_new_epoch(struct ram_tier *t);
 
 /* The length of chunk id if it is present and filled, else 0.  Takes one
  * stripe lock; counts nothing (residency queries are not accesses). */

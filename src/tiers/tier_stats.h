@@ -13,6 +13,7 @@ struct tier_stats {
 	uint64_t bytes_served;       /* bytes handed out by hits */
 	uint64_t bytes_fetched;      /* bytes put into this tier from below */
 	uint64_t insertions, evictions;
+	uint64_t evictions_read;     /* of them, chunks read through this epoch (RAM) */
 	uint64_t entries, bytes_used, capacity;   /* occupancy now, and its bound */
 	uint64_t checksum_failures;  /* stored copies found corrupt (dropped) */
 	uint64_t io_errors;          /* failed reads/writes of the tier's media */

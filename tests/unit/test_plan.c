@@ -234,3 +234,25 @@ Test(plan, an_entry_skipped_over_is_not_ahead)
 	cr_expect_eq(ra_plan_ahead(p, "d/f00060"), 1);
 	ra_plan_free(p);
 }
+
+/* can_take says when a fetcher is worth waking: false exactly when take
+ * would hand out nothing (window full by files or bytes, plan over). */
+Test(plan, can_take_agrees_with_take)
+{
+	struct ra_plan *p = plan_of(6, 3, 1000);
+
+	cr_expect(ra_plan_can_take(p));
+	cr_expect_eq(take_all(p, 100, NULL, NULL), 3);
+	cr_expect(!ra_plan_can_take(p), "three files: the window is full");
+	open_path(p, 0, 0);
+	cr_expect(ra_plan_can_take(p), "the reader moved: one more");
+	cr_expect_eq(take_all(p, 600, NULL, NULL), 1);
+	cr_expect(!ra_plan_can_take(p), "200 + 600 bytes ahead, 3 files: full");
+	open_path(p, 1, 1);
+	open_path(p, 2, 2);
+	open_path(p, 3, 3);
+	cr_expect(ra_plan_can_take(p));
+	cr_expect_eq(take_all(p, 100, NULL, NULL), 2);
+	cr_expect(!ra_plan_can_take(p), "every entry handed out");
+	ra_plan_free(p);
+}
