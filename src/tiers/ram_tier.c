@@ -155,7 +155,13 @@ struct ram_tier {
  * to be backed by transparent huge pages: the first write into a fresh
  * buffer then costs one fault per 2 MiB instead of 512.  Measured on this
  * project's VMs, first touch of 256 MiB: 820 ms with 4 KiB pages, 30-300
- * ms advised; that was the largest cost of a cold 8 MiB chunk. */
+ * ms advised; that was the largest cost of a cold 8 MiB chunk.  Smaller
+ * buffers (an image of 100 KB) are populated in one call instead of a
+ * fault per page: 250 MiB of 128 KiB buffers, first touch, 0.89 s -> 0.37
+ * s; their memory is the RAM tier filling itself, so most of it is new. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23     /* Linux 5.14; older kernels say EINVAL */
+#endif
 static void *chunk_buf_alloc(size_t size)
 {
 	const size_t huge = 2u * 1024 * 1024;
@@ -164,8 +170,8 @@ static void *chunk_buf_alloc(size_t size)
 	/* page-aligned at least: the SSD tier reads into it with O_DIRECT */
 	if (posix_memalign(&p, size < huge ? 4096 : huge, size) != 0)
 		return NULL;
-	if (size >= huge)
-		(void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: fine if refused */
+	/* advice only: fine if refused */
+	(void)madvise(p, size, size >= huge ? MADV_HUGEPAGE : MADV_POPULATE_WRITE);
 	return p;
 }
 
