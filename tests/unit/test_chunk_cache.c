@@ -199,6 +199,38 @@ Test(chunk_cache, another_etag_is_another_chunk_and_old_versions_are_reclaimed)
 	ssd_tier_close(ssd);
 }
 
+/* The same (key, ETag) asked again (a loader's file opened again after
+ * the kernel dropped its node, every epoch) is not another reclaim: a
+ * chunk of another version stored since stays, as evicting space is the
+ * policy's job; a new ETag is reclaimed for as before. */
+Test(chunk_cache, a_reclaim_asked_again_for_the_same_version_is_skipped)
+{
+	struct store s = { .seed = 4 };
+	struct ssd_tier *ssd = ssd_open();
+	struct chunk_cache *cc = cc_new(ssd, 1);
+	struct chunk_cache_stats st;
+
+	get_ok(cc, &s, "v1", 0);
+	get_ok(cc, &s, "v2", 0);
+	ssd_tier_flush(ssd);
+	chunk_cache_forget_versions(cc, "obj/key", "v2");
+	ssd_tier_flush(ssd);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ssd.entries, 1);
+	get_ok(cc, &s, "v1", 1);           /* another version's chunk, stored again */
+	ssd_tier_flush(ssd);
+	chunk_cache_forget_versions(cc, "obj/key", "v2");
+	ssd_tier_flush(ssd);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ssd.entries, 2, "asked again: no second reclaim");
+	chunk_cache_forget_versions(cc, "obj/key", "v3");
+	ssd_tier_flush(ssd);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ssd.entries, 0, "a new version: every other one reclaimed");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
 struct racer {
 	struct chunk_cache *cc;
 	struct store *s;
