@@ -584,7 +584,8 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  * more victims, their buffers freed, until the buffers fit the capacity
  * with this one's.  NULL when every slot is pinned or filling; with
  * nothing more to evict the buffers may exceed the capacity by the fills
- * in flight.  A read-ahead miss is not an access: the read that consumes
+ * in flight, except for an epoch's fetch ahead (epoch), which gets NULL
+ * instead.  A read-ahead miss is not an access: the read that consumes
  * the chunk is, so a chunk read once counts once whoever fetched it.
  *
  * The bound is on buffer bytes, not slots (there is a slot per SLOT_GRAIN
@@ -615,6 +616,12 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, b
 			slot_buf_drop(t, v);
 			v->fnext = t->free_top;
 			t->free_top = v;
+		}
+		if (epoch && atomic_load(&t->mem) + size > t->capacity) {
+			/* no room but by evicting what the epoch has yet to read */
+			s->fnext = t->free_top;
+			t->free_top = s;
+			s = NULL;
 		}
 	}
 	if (s)

@@ -836,3 +836,47 @@ Test(ram_tier, twice_the_tier_in_one_order_hits_c_over_n_each_epoch)
 			     hits[1][e], C);
 	}
 }
+
+/* An epoch's fetch ahead never takes RAM beyond its bound, nor a chunk the
+ * epoch has yet to read: with slots to spare (one per 64 KiB) but the
+ * bytes taken by 100 KB images nobody read through, it is refused; one
+ * read through makes room for exactly one. */
+Test(ram_tier, an_epochs_fetch_ahead_stays_in_the_bound)
+{
+	const size_t big = 1u << 20;
+	struct ram_tier *t = ram_tier_new(4 * big, big, EVICT_LRU);
+	struct sized c = { .len = 100000 };
+	struct tier_stats st;
+	struct chunk_ref *r, *keep = NULL;
+	uint64_t i;
+
+	for (i = 0; i < 40; i++) {   /* 40 x 100 KiB buffers: 4 MiB, full */
+		struct chunk_id id = { "img", "e", i };
+		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		if (i == 7)
+			keep = r;
+		else
+			chunk_ref_put(r);
+	}
+	for (; i < 45; i++) {
+		struct chunk_id id = { "img", "e", i };
+		cr_expect_eq(ram_tier_prefetch_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_AGAIN);
+	}
+	ram_tier_stats(t, &st);
+	cr_expect_leq(st.bytes_used, 4 * big);
+	cr_expect_eq(st.entries, 40);
+	cr_expect_eq(st.evictions, 0, "a file the epoch has yet to read was evicted");
+	ram_tier_read_done(keep);
+	chunk_ref_put(keep);
+	{
+		struct chunk_id id = { "img", "e", 50 }, id2 = { "img", "e", 51 };
+		cr_expect_eq(ram_tier_prefetch_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		chunk_ref_put(r);
+		cr_expect_eq(ram_tier_prefetch_epoch(t, &id2, c.len, fill_sized, &c, &r), TFS_AGAIN);
+	}
+	ram_tier_stats(t, &st);
+	cr_expect_leq(st.bytes_used, 4 * big);
+	cr_expect_eq(st.evictions, 1);
+	cr_expect_eq(st.evictions_read, 1);
+	ram_tier_free(t);
+}
