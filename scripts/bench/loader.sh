@@ -89,33 +89,18 @@ pid=
 tool=
 proxy_pid=
 
-unmount_tool() {
-	if grep -qF " $MNT " /proc/mounts; then
-		if [ "$tool" = tierfs ]; then
-			build/tierfs unmount "$MNT" 2>/dev/null || umount -l "$MNT" || true
-		else
-			fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" || true
-		fi
-	fi
-	if [ -n "$pid" ]; then
-		for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	pid=
-}
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"    # before the trap: cleanup uses it
 cleanup() {
 	set +e
 	unmount_tool
 	if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
-	declare -F bench_stop_rgw >/dev/null && bench_stop_rgw
+	bench_stop_rgw
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=../lib/bench.sh
-source "$ROOT/scripts/lib/bench.sh"
 T_START=$(now)
 log() { printf '[loader %6.1fs] %s\n' "$(awk -v a="$T_START" -v b="$(now)" 'BEGIN { print b - a }')" "$*" >&2; }
 
@@ -126,23 +111,11 @@ for p in s3fs rclone fusermount3 curl; do
 done
 $PY -c 'import torch' 2>/dev/null || die "$PY cannot import torch (scripts/setup.sh installs python3-torch)"
 
-build/tests/tierfs-faultproxy --listen 127.0.0.1:0 --port-file "$WORK/proxy.port" \
-	--upstream "127.0.0.1:$RGW_PORT" --latency-ms "$LATENCY_MS" --bandwidth "$BANDWIDTH" \
-	>"$LOGS/faultproxy.log" 2>&1 &
-proxy_pid=$!
-for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
-[ -s "$WORK/proxy.port" ] || die "tierfs-faultproxy did not start: $(cat "$LOGS/faultproxy.log")"
-PROXY=http://127.0.0.1:$(cat "$WORK/proxy.port")
+bench_proxy_start "$LOGS/faultproxy.log" || exit 2
+bench_peer_config
 # proxy_stat NAME: the emulator's counter (requests, bytes_down, ...)
 proxy_stat() { curl -s "$PROXY/__proxy/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
 proxy_reset() { curl -s "$PROXY/__proxy/reset_stats" >/dev/null; }
-
-(
-	umask 077
-	printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
-	printf 'aws-sigv4 = "aws:amz:%s:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: UNSIGNED-PAYLOAD"\nsilent\nshow-error\nfail\n' \
-		"$AWS_DEFAULT_REGION" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/curl.cfg"
-)
 
 # ---- the dataset, straight to radosgw ----
 log "uploading $FILES files in $CLASSES classes"
@@ -213,21 +186,12 @@ mount_tool() {
 			>>"$LOGS/s3fs.log" 2>&1 &
 		;;
 	rclone)
-		env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" RCLONE_CONFIG_PEERS_TYPE=s3 \
-			RCLONE_CONFIG_PEERS_PROVIDER=Ceph RCLONE_CONFIG_PEERS_ENDPOINT="$PROXY" \
-			RCLONE_CONFIG_PEERS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
-			RCLONE_CONFIG_PEERS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
-			RCLONE_CONFIG_PEERS_REGION="$AWS_DEFAULT_REGION" \
-			rclone mount peers:bench "$MNT" --vfs-cache-mode full --cache-dir "$cache" --read-only \
+		"${RCLONE_ENV[@]}" rclone mount peers:bench "$MNT" --vfs-cache-mode full --cache-dir "$cache" --read-only \
 			>>"$LOGS/rclone.log" 2>&1 &
 		;;
 	esac
 	pid=$!
-	for _ in $(seq 600); do
-		grep -qF " $MNT " /proc/mounts && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	bench_mounted && return 0
 	log "$tool: mount failed (see $LOGS/$tool.log)"
 	return 1
 }

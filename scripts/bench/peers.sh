@@ -142,23 +142,8 @@ cache=        # and its cache directory
 sampler=      # the loop sampling its size
 proxy_pid=
 
-# unmount_tool: unmount the current tool (if mounted), reap its daemon.
-unmount_tool() {
-	if grep -qF " $MNT " /proc/mounts; then
-		if [ "$tool" = tierfs ]; then
-			build/tierfs unmount "$MNT" 2>/dev/null || umount -l "$MNT" || true
-		else
-			fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" || true
-		fi
-	fi
-	if [ -n "$pid" ]; then
-		for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	pid=
-}
-
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"    # before the trap: cleanup uses it
 cleanup() {
 	set +e
 	if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; fi
@@ -166,14 +151,12 @@ cleanup() {
 	if grep -qF " $CAPFS " /proc/mounts; then umount "$CAPFS" || umount -l "$CAPFS" || true; fi
 	if grep -qF " $LOCAL " /proc/mounts; then umount "$LOCAL" || true; fi
 	if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
-	declare -F bench_stop_rgw >/dev/null && bench_stop_rgw
+	bench_stop_rgw
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=../lib/bench.sh
-source "$ROOT/scripts/lib/bench.sh"
 T_START=$(now)
 declare -A PART   # seconds spent, per part
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
@@ -185,21 +168,8 @@ for p in s3fs rclone fio gnuplot fusermount3 curl mkfs.ext4; do
 	command -v "$p" >/dev/null || die "$p is needed (scripts/setup.sh installs it)"
 done
 
-build/tests/tierfs-faultproxy --listen 127.0.0.1:0 --port-file "$WORK/proxy.port" \
-	--upstream "127.0.0.1:$RGW_PORT" --latency-ms "$LATENCY_MS" --bandwidth "$BANDWIDTH" \
-	>"$LOGS/faultproxy.log" 2>&1 &
-proxy_pid=$!
-for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
-[ -s "$WORK/proxy.port" ] || die "tierfs-faultproxy did not start: $(cat "$LOGS/faultproxy.log")"
-PROXY=http://127.0.0.1:$(cat "$WORK/proxy.port")
-
-# Credentials for curl and s3fs in mode-600 files, not on command lines.
-(
-	umask 077
-	printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
-	printf 'aws-sigv4 = "aws:amz:%s:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: UNSIGNED-PAYLOAD"\nsilent\nshow-error\nfail\n' \
-		"$AWS_DEFAULT_REGION" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/curl.cfg"
-)
+bench_proxy_start "$LOGS/faultproxy.log" || exit 2
+bench_peer_config   # curl's and s3fs's credentials, rclone's environment
 
 # ---- the data, straight to radosgw (not through the emulator) ----
 digits() { local n=$(($1 > 1 ? $1 - 1 : 0)); echo "${#n}"; }
@@ -405,11 +375,6 @@ if on 2; then
 fi
 
 # ---- the tools ----
-RCLONE_ENV=(env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" RCLONE_CONFIG_PEERS_TYPE=s3
-	RCLONE_CONFIG_PEERS_PROVIDER=Ceph RCLONE_CONFIG_PEERS_ENDPOINT="$PROXY"
-	RCLONE_CONFIG_PEERS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID"
-	RCLONE_CONFIG_PEERS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY"
-	RCLONE_CONFIG_PEERS_REGION="$AWS_DEFAULT_REGION")
 S3FS_CAP=   # how s3fs's cache was capped in workload 6
 # cache_dir TOOL MODE: the emptied cache directory of TOOL (MODE plain or capped).
 cache_dir() {
@@ -462,11 +427,7 @@ mount_tool() {
 		;;
 	esac
 	pid=$!
-	for _ in $(seq 600); do
-		grep -qF " $MNT " /proc/mounts && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	bench_mounted && return 0
 	log "$1: mount failed (see $LOGS/$1.log)"
 	unmount_tool
 	return 1

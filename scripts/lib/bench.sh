@@ -36,3 +36,66 @@ stat_of() {
 	done
 	grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
 }
+
+# ---- a tool mounted on $MNT through the S3 emulator (loader.sh, peers.sh) ----
+
+# bench_proxy_start LOG: tierfs-faultproxy in front of radosgw ($RGW_PORT),
+# $LATENCY_MS to first byte and $BANDWIDTH bytes/s per connection, its
+# output to LOG ($WORK must be set); sets proxy_pid and PROXY.  Fails,
+# saying why, when it does not start.
+bench_proxy_start() {
+	build/tests/tierfs-faultproxy --listen 127.0.0.1:0 --port-file "$WORK/proxy.port" \
+		--upstream "127.0.0.1:$RGW_PORT" --latency-ms "$LATENCY_MS" --bandwidth "$BANDWIDTH" \
+		>"$1" 2>&1 &
+	proxy_pid=$!
+	for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
+	[ -s "$WORK/proxy.port" ] || { echo "tierfs-faultproxy did not start: $(cat "$1")" >&2; return 1; }
+	PROXY=http://127.0.0.1:$(cat "$WORK/proxy.port")
+}
+
+# bench_peer_config: what curl, s3fs and rclone need to reach the bucket
+# through $PROXY: credentials in mode-600 files ($WORK/s3fs.passwd,
+# $WORK/curl.cfg), not on command lines, and RCLONE_ENV, the environment
+# to run rclone in (remote "peers:").
+bench_peer_config() {
+	(
+		umask 077
+		printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
+		printf 'aws-sigv4 = "aws:amz:%s:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: UNSIGNED-PAYLOAD"\nsilent\nshow-error\nfail\n' \
+			"$AWS_DEFAULT_REGION" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/curl.cfg"
+	)
+	RCLONE_ENV=(env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" RCLONE_CONFIG_PEERS_TYPE=s3
+		RCLONE_CONFIG_PEERS_PROVIDER=Ceph RCLONE_CONFIG_PEERS_ENDPOINT="$PROXY"
+		RCLONE_CONFIG_PEERS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID"
+		RCLONE_CONFIG_PEERS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY"
+		RCLONE_CONFIG_PEERS_REGION="$AWS_DEFAULT_REGION")
+}
+
+# bench_mounted: wait (30 s at most) for $MNT to be mounted by the daemon
+# just started ($pid); fails if it exits or the time runs out.
+bench_mounted() {
+	for _ in $(seq 600); do
+		grep -qF " $MNT " /proc/mounts && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# unmount_tool: unmount the tool on $MNT if mounted ($tool: tierfs, else
+# a FUSE peer), reap its daemon ($pid).
+unmount_tool() {
+	if grep -qF " $MNT " /proc/mounts; then
+		if [ "$tool" = tierfs ]; then
+			build/tierfs unmount "$MNT" 2>/dev/null || umount -l "$MNT" || true
+		else
+			fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" || true
+		fi
+	fi
+	if [ -n "$pid" ]; then
+		for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	pid=
+}
