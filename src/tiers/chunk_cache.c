@@ -135,13 +135,11 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 {
 	if (c->from_store && cc->ssd && chunk_ref_len(ref) > 0) {
 		struct chunk_ref *d = chunk_ref_dup(ref);
+		bool (*store)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
+			      ssd_tier_release_fn, void *) = wait ? ssd_tier_store_wait : ssd_tier_store;
+
 		/* refused: released, counted */
-		if (wait)
-			(void)ssd_tier_store_wait(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
-						  release_ref, d);
-		else
-			(void)ssd_tier_store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
-					     release_ref, d);
+		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d), release_ref, d);
 	}
 }
 

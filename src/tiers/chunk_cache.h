@@ -83,14 +83,14 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size
 int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
 		     enum pin_tier tier, ram_tier_fill_fn fetch, void *ctx, bool *fetched);
 
-/* Bytes of one object version (size bytes, chunks of cache_id) present in
- * RAM and on SSD.  Not an access; no I/O. */
 /* ref (held) was read through by a reader that reads its file once this
  * epoch: evicted first from RAM (ram_tier_read_done).  new_epoch: every
  * file is needed again. */
 void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref);
 void chunk_cache_new_epoch(struct chunk_cache *cc);
 
+/* Bytes of one object version (size bytes, chunks of cache_id) present in
+ * RAM and on SSD.  Not an access; no I/O. */
 void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
 			   uint64_t size, uint64_t *ram, uint64_t *ssd);
 

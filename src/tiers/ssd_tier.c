@@ -1677,11 +1677,11 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
-	/* an operator's warm-up, and a fetch ahead (wait), wait for room in
-	 * the queue: no reader waits on them, and a chunk dropped here is
-	 * fetched again next epoch (a reader's write-behind is not worth a
-	 * reader's wait: it is dropped) */
-	while ((force || wait) && !t->stopping && t->q_stores >= t->queue_max)
+	/* an operator's warm-up (force, which waits too), and a fetch ahead,
+	 * wait for room in the queue: no reader waits on them, and a chunk
+	 * dropped here is fetched again next epoch (a reader's write-behind
+	 * is not worth a reader's wait: it is dropped) */
+	while (wait && !t->stopping && t->q_stores >= t->queue_max)
 		pthread_cond_wait(&t->done_cond, &t->lock);
 	if (t->stopping || t->q_stores >= t->queue_max) {
 		pthread_mutex_unlock(&t->lock);
