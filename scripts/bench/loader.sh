@@ -39,7 +39,8 @@
 #   LOADER_EPOCHS (3), LOADER_WORKERS (2), LOADER_BATCH (32), LOADER_SEED (1)
 #   LOADER_LATENCY_MS (20), LOADER_BANDWIDTH (90000000)   the emulator
 #   LOADER_TOOLS ("local tierfs tierfs+plan s3fs rclone half")  rows to run
-#       (half: the twice-the-cache run)
+#       (half: the twice-the-cache run; its SSD tier must hold a chunk,
+#       8 MiB past an 8 MiB RAM tier: some 300 files of the default sizes)
 #   LOADER_STEP_TIMEOUT (900)   seconds before one epoch is a FAIL
 #   TIERFS_BENCH_MOUNT_OPTS     extra tierfs mount options
 # Output: OUTDIR/loader.md (tables, ratios against the issue's targets,
