@@ -137,9 +137,7 @@ struct ssd_tier {
 	unsigned min_free_pct;
 	unsigned queue_max;
 	struct cache_index *ix;
-	unsigned char *wbuf;         /* writer-only header buffer, HDR_SIZE */
-	unsigned char *wtail;        /* writer-only last page of a direct write */
-	atomic_bool direct_writes;   /* false once O_DIRECT was refused */
+	unsigned char *wbuf;         /* writer-only header buffer */
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
@@ -542,7 +540,6 @@ static enum read_result read_errno(int err)
  * O_DIRECT refuses (tmpfs, an unaligned buffer, a short read) is read
  * again buffered. */
 #define DIO_ALIGN 4096u
-_Static_assert(HDR_SIZE % DIO_ALIGN == 0, "chunk data must start page-aligned");
 
 static enum read_result chunk_file_read(struct ssd_tier *t, const struct chunk_id *id,
 					uint64_t hi, uint64_t lo, void *buf, size_t cap,
@@ -590,94 +587,37 @@ static enum read_result chunk_file_read(struct ssd_tier *t, const struct chunk_i
 	return READ_OK;
 }
 
-/* Write header and data to fd with one O_DIRECT pwritev: the data's
- * page-aligned part straight from the caller's buffer, its last partial
- * page through t->wtail, zero-padded; the padding is cut off after.
- * Returns 0, the errno, or EINVAL when O_DIRECT refused the write (the
- * caller then writes buffered, from the start). */
-static int chunk_write_direct(struct ssd_tier *t, int fd, const void *data, size_t len)
-{
-	size_t whole = len & ~(size_t)(DIO_ALIGN - 1), tail = len - whole;
-	struct iovec iov[3];
-	int n = 0;
-	ssize_t w;
-
-	iov[n++] = (struct iovec){ t->wbuf, HDR_SIZE };
-	if (whole)
-		iov[n++] = (struct iovec){ (void *)(uintptr_t)data, whole };
-	if (tail) {
-		memcpy(t->wtail, (const char *)data + whole, tail);
-		memset(t->wtail + tail, 0, DIO_ALIGN - tail);
-		iov[n++] = (struct iovec){ t->wtail, DIO_ALIGN };
-	}
-	do {
-		w = pwritev(fd, iov, n, 0);   /* one call: a retry would be unaligned */
-	} while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return errno;
-	if ((size_t)w != HDR_SIZE + whole + (tail ? DIO_ALIGN : 0))
-		return ENOSPC;   /* O_DIRECT writes fall short only when the disk is full */
-	if (tail && ftruncate(fd, (off_t)(HDR_SIZE + len)) < 0)
-		return errno;
-	return 0;
-}
-
 /* Write a chunk file: temporary name, all bytes, rename.  On failure
- * nothing is left behind; returns 0 or the errno.
- *
- * Page-aligned data (the RAM tier's buffers) is written around the page
- * cache (O_DIRECT), as it is read: a first epoch then does not copy every
- * byte it fetches a second time into the cache disk's page cache, which
- * would only hold what the RAM tier holds (measured: that copy was a sixth
- * of tierfs's CPU while filling the cache).  A file system that refuses
- * O_DIRECT is written buffered from then on. */
+ * nothing is left behind; returns 0 or the errno. */
 static int chunk_file_write(struct ssd_tier *t, const struct ssd_entry *e, const void *data,
 			    size_t len)
 {
 	struct chunk_id id = entry_id(e);
 	char name[NAME_BUF], tmp[NAME_BUF];
 	struct iovec iov[2];
-	int fd, err = 0, flags = O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW;
-	bool direct = (uintptr_t)data % DIO_ALIGN == 0 &&
-		      atomic_load_explicit(&t->direct_writes, memory_order_relaxed);
+	int fd, err = 0;
 	ssize_t n;
 
 	chunk_name(name, e->hi, e->lo, NULL);
 	chunk_name(tmp, e->hi, e->lo, ".tmp");
 	hdr_encode(t->wbuf, &id, len, e->xxh, t->owner_hash);
 	(void)unlinkat(t->chunks_fd, tmp, 0);   /* a leftover of a failed write */
-	fd = openat(t->chunks_fd, tmp, flags | (direct ? O_DIRECT : 0), 0600);
+	fd = openat(t->chunks_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		char sub[3] = { name[0], name[1], '\0' };
 		if (mkdirat(t->chunks_fd, sub, 0700) < 0 && errno != EEXIST)
 			return errno;
-		fd = openat(t->chunks_fd, tmp, flags | (direct ? O_DIRECT : 0), 0600);
-	}
-	if (fd < 0 && direct && errno == EINVAL) {   /* no O_DIRECT here */
-		atomic_store_explicit(&t->direct_writes, false, memory_order_relaxed);
-		direct = false;
-		fd = openat(t->chunks_fd, tmp, flags, 0600);
+		fd = openat(t->chunks_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+			    0600);
 	}
 	if (fd < 0)
 		return errno;
 	/* 0600 whatever the umask: the mode is part of the contract. */
 	if (fchmod(fd, 0600) < 0)
 		err = errno;
-	if (!err && direct) {
-		err = chunk_write_direct(t, fd, data, len);
-		if (err == EINVAL) {
-			/* refused: write it again through the page cache, and every
-			 * chunk after it */
-			atomic_store_explicit(&t->direct_writes, false, memory_order_relaxed);
-			log_info("ssd tier %s: the file system refuses direct writes; "
-				 "writing through the page cache", t->dir);
-			err = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT) < 0 ? errno : 0;
-			direct = false;
-		}
-	}
-	if (!err && !direct) {
-		iov[0] = (struct iovec){ t->wbuf, HDR_SIZE };
-		iov[1] = (struct iovec){ (void *)(uintptr_t)data, len };
+	iov[0] = (struct iovec){ t->wbuf, HDR_SIZE };
+	iov[1] = (struct iovec){ (void *)(uintptr_t)data, len };
+	if (!err) {
 		n = rw_full(fd, iov, len ? 2 : 1, true);
 		if (n < 0)
 			err = errno;
@@ -1541,12 +1481,8 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	for (size_t n = t->dir ? strlen(t->dir) : 0; n > 1 && t->dir[n - 1] == '/'; n--)
 		t->dir[n - 1] = '\0';
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
-	/* the header, then a page for a direct write's tail */
-	if (posix_memalign((void **)&t->wbuf, DIO_ALIGN, HDR_SIZE + DIO_ALIGN) != 0)
+	if (posix_memalign((void **)&t->wbuf, 4096, HDR_SIZE) != 0)
 		t->wbuf = NULL;
-	else
-		t->wtail = t->wbuf + HDR_SIZE;
-	atomic_init(&t->direct_writes, true);
 	if (!t->dir || !t->buckets || !t->wbuf) {
 		snprintf(err, errlen, "out of memory");
 		rc = TFS_E_NOMEM;
