@@ -37,6 +37,10 @@
 #   LOADER_FILES (3000), LOADER_CLASSES (10)   dataset: class k's files are
 #       40 KB + k x 160 KB / (CLASSES - 1): 40 to 200 KB
 #   LOADER_EPOCHS (3), LOADER_WORKERS (2), LOADER_BATCH (32), LOADER_SEED (1)
+#   LOADER_RUNS (3)   runs of the local, tierfs and tierfs+plan rows and of
+#       the network limit, interleaved (run 1 of each, then run 2, ...);
+#       each cell is the median, with the range over the runs; s3fs, rclone
+#       and half run once (minutes each, and far from the targets either way)
 #   LOADER_LATENCY_MS (20), LOADER_BANDWIDTH (90000000)   the emulator
 #   LOADER_TOOLS ("local tierfs tierfs+plan s3fs rclone half")  rows to run
 #       (half: the twice-the-cache run; its SSD tier must hold a chunk,
@@ -55,6 +59,7 @@ OUT=${1:-${TMPDIR:-/tmp}/tierfs-loader-bench}
 FILES=${LOADER_FILES:-3000}
 CLASSES=${LOADER_CLASSES:-10}
 EPOCHS=${LOADER_EPOCHS:-3}
+RUNS=${LOADER_RUNS:-3}
 WORKERS=${LOADER_WORKERS:-2}
 BATCH=${LOADER_BATCH:-32}
 SEED=${LOADER_SEED:-1}
@@ -69,7 +74,7 @@ PY=/usr/bin/python3
 export TIERFS_BIN=$ROOT/build/tierfs   # the tierfs PlanSampler runs
 
 die() { echo "loader: $*" >&2; exit 2; }
-for v in FILES CLASSES EPOCHS WORKERS BATCH SEED LATENCY_MS BANDWIDTH STEP_TIMEOUT; do
+for v in FILES CLASSES EPOCHS RUNS WORKERS BATCH SEED LATENCY_MS BANDWIDTH STEP_TIMEOUT; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v must be a whole number >= 1"
 done
 [ "$CLASSES" -ge 2 ] || die "LOADER_CLASSES must be at least 2"
@@ -143,8 +148,10 @@ r = json.load(open(sys.argv[1])); print(len(r), sum(v[1] for v in r.values()))' 
 [ "$DS_FILES" = "$FILES" ] || die "the local copy has $DS_FILES files, not $FILES"
 log "dataset: $DS_FILES files, $DS_BYTES bytes"
 
-declare -A SECS REQS NOTE
-# epoch ROW E ROOT [--plan]: one epoch; SECS[ROW,E], REQS[ROW,E] (per sample)
+declare -A SECS REQS NOTE SECS_RUN SPREAD
+RUN=1
+# epoch ROW E ROOT [--plan]: one epoch of run RUN; SECS_RUN[ROW,E,RUN],
+# REQS[ROW,E] (per sample, the last run's)
 epoch() {
 	local r=$1 e=$2 root=$3 rc=0 out
 	shift 3
@@ -153,15 +160,15 @@ epoch() {
 	out=$(timeout -k 10 "$STEP_TIMEOUT" $PY scripts/bench/loader_epoch.py "$root" "$WORK/ref.json" "$e" \
 		--seed "$SEED" --workers "$WORKERS" --batch "$BATCH" "$@" 2>>"$LOGS/client.log") || rc=$?
 	if [ "$rc" != 0 ]; then
-		SECS[$r,$e]=FAIL
-		NOTE[$r]="${NOTE[$r]:+${NOTE[$r]}; }epoch $e: exit $rc: $(tail -n 1 "$LOGS/client.log")"
+		SECS_RUN[$r,$e,$RUN]=FAIL
+		NOTE[$r]="${NOTE[$r]:+${NOTE[$r]}; }run $RUN epoch $e: exit $rc: $(tail -n 1 "$LOGS/client.log")"
 		log "$r epoch $e: FAIL ($(tail -n 1 "$LOGS/client.log"))"
 	else
-		SECS[$r,$e]=$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["secs"])' "$out")
-		log "$r epoch $e: ${SECS[$r,$e]} s"
+		SECS_RUN[$r,$e,$RUN]=$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["secs"])' "$out")
+		log "$r run $RUN epoch $e: ${SECS_RUN[$r,$e,$RUN]} s"
 	fi
 	if [ "$tool" = tierfs ] && [ "$root" = "$MNT/train" ]; then
-		build/tierfs stats "$MNT" --json >"$LOGS/$r-epoch$e.json" 2>&1 || true
+		build/tierfs stats "$MNT" --json >"$LOGS/$r-run$RUN-epoch$e.json" 2>&1 || true
 	fi
 	REQS[$r,$e]=$(awk -v n="$(proxy_stat requests)" -v s="$DS_FILES" 'BEGIN { printf "%.2f", n / s }')
 	BYTES_DOWN[$r,$e]=$(proxy_stat bytes_down)
@@ -207,8 +214,8 @@ run_row() {
 		return
 	fi
 	if ! mount_tool "$t"; then
-		for e in $(seq "$EPOCHS"); do SECS[$r,$e]=FAIL; done
-		NOTE[$r]="mount failed"
+		for e in $(seq "$EPOCHS"); do SECS_RUN[$r,$e,$RUN]=FAIL; done
+		NOTE[$r]="${NOTE[$r]:+${NOTE[$r]}; }run $RUN: mount failed"
 		unmount_tool
 		return
 	fi
@@ -216,13 +223,39 @@ run_row() {
 	unmount_tool
 }
 
+# cell ROW E: SECS[ROW,E] = the median of its runs (FAIL if one failed),
+# SPREAD[ROW,E] = "min-max" when there were several
+cell() {
+	local r=$1 e=$2 k v vals=()
+	for k in "${!SECS_RUN[@]}"; do
+		[[ $k == "$r,$e,"* ]] || continue
+		v=${SECS_RUN[$k]}
+		[ "$v" = FAIL ] && { SECS[$r,$e]=FAIL; return; }
+		vals+=("$v")
+	done
+	[ "${#vals[@]}" -gt 0 ] || { SECS[$r,$e]=FAIL; return; }
+	SECS[$r,$e]=$(printf '%s\n' "${vals[@]}" | median)
+	[ "${#vals[@]}" -gt 1 ] && SPREAD[$r,$e]=$(printf '%s\n' "${vals[@]}" | sort -n | sed -n '1p;$p' | paste -sd-)
+	return 0
+}
+
 ROWS=()
 for t in "${TOOLS[@]}"; do
-	case $t in
-	local | tierfs | s3fs | rclone) ROWS+=("$t"); log "row $t"; run_row "$t" "$t" ;;
-	tierfs+plan) ROWS+=("$t"); log "row $t"; run_row "$t" tierfs --plan ;;
-	esac
+	case $t in local | tierfs | tierfs+plan | s3fs | rclone) ROWS+=("$t") ;; esac
 done
+for RUN in $(seq "$RUNS"); do
+	for t in "${ROWS[@]}"; do
+		case $t in
+		s3fs | rclone) [ "$RUN" = 1 ] || continue ;;
+		esac
+		log "row $t, run $RUN of $RUNS"
+		case $t in
+		tierfs+plan) run_row "$t" tierfs --plan ;;
+		*) run_row "$t" "$t" ;;
+		esac
+	done
+done
+RUN=1
 
 # ---- the network limit ----
 # CURL_PAR at once, as many as tierfs's fetchers (--scan-prefetch, 16);
@@ -241,9 +274,15 @@ net_limit() {
 	echo "$secs"
 }
 log "network limit: curl --parallel-max $CURL_PAR, and $((2 * CURL_PAR)), of every file"
-NET_SECS=$(net_limit "$CURL_PAR")
-NET2_SECS=$(net_limit $((2 * CURL_PAR)))
-log "network limit: $NET_SECS s ($((2 * CURL_PAR)) at once: $NET2_SECS s)"
+for i in $(seq "$RUNS"); do
+	SECS_RUN[net,1,$i]=$(net_limit "$CURL_PAR")
+	SECS_RUN[net2,1,$i]=$(net_limit $((2 * CURL_PAR)))
+	log "network limit, run $i: ${SECS_RUN[net,1,$i]} s ($((2 * CURL_PAR)) at once: ${SECS_RUN[net2,1,$i]} s)"
+done
+cell net 1
+cell net2 1
+NET_SECS=${SECS[net,1]}
+NET2_SECS=${SECS[net2,1]}
 
 # ---- twice the cache, with a plan ----
 HALF_LINE=
@@ -273,13 +312,18 @@ if has half; then
 			HALF_LINE="tierfs-sim gave no OPT figure (see logs/half-sim.md)"
 		fi
 	else
-		for e in $(seq "$EPOCHS"); do SECS[$r,$e]=FAIL; done
-		NOTE[$r]="mount failed"
+		for e in $(seq "$EPOCHS"); do SECS_RUN[$r,$e,$RUN]=FAIL; done
+		NOTE[$r]="${NOTE[$r]:+${NOTE[$r]}; }run $RUN: mount failed"
 		unmount_tool
 	fi
 fi
 
 # ---- report ----
+for r in "${ROWS[@]}"; do
+	for e in $(seq "$EPOCHS"); do cell "$r" "$e"; done
+done
+# show SECS[ROW,E] and its range over the runs
+secs() { printf '%s%s' "${SECS[$1,$2]}" "${SPREAD[$1,$2]:+ (${SPREAD[$1,$2]})}"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0 || a == "") print "n/a"; else printf "%.2f", a / b }'; }
 {
 	echo "# DataLoader over a shuffled image folder (issue 7)"
@@ -288,6 +332,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b =
 	echo "torch DataLoader, $WORKERS workers, batch $BATCH, RandomSampler seeded per epoch (same orders for"
 	echo "every tool); radosgw behind tierfs-faultproxy ($LATENCY_MS ms to first byte, $BANDWIDTH B/s per"
 	echo "connection); page cache dropped before every epoch; each tool on a fresh mount, empty cache."
+	echo "local, tierfs, tierfs+plan and the network limit: median of $RUNS runs, interleaved (range in"
+	echo "parentheses); s3fs, rclone and the twice-the-cache run: one run. Ratios are of medians."
 	echo
 	printf '| tool |'
 	for e in $(seq "$EPOCHS"); do printf ' epoch %s s | req/sample |' "$e"; done
@@ -299,13 +345,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b =
 		[ "$r" = half ] && continue
 		printf '| %s |' "$r"
 		for e in $(seq "$EPOCHS"); do
-			if [ "$r" = local ]; then printf ' %s | - |' "${SECS[$r,$e]}"
-			else printf ' %s | %s |' "${SECS[$r,$e]}" "${REQS[$r,$e]}"; fi
+			if [ "$r" = local ]; then printf ' %s | - |' "$(secs "$r" "$e")"
+			else printf ' %s | %s |' "$(secs "$r" "$e")" "${REQS[$r,$e]}"; fi
 		done
 		echo
 	done
-	echo "| network limit (curl, $CURL_PAR at once) | $NET_SECS | 1.00 |"
-	echo "| network, $((2 * CURL_PAR)) at once (for comparison) | $NET2_SECS | 1.00 |"
+	echo "| network limit (curl, $CURL_PAR at once) | $(secs net 1) | 1.00 |"
+	echo "| network, $((2 * CURL_PAR)) at once (for comparison) | $(secs net2 1) | 1.00 |"
 	echo
 	for r in "${ROWS[@]}"; do [ -n "${NOTE[$r]:-}" ] && echo "- $r: ${NOTE[$r]}"; done
 	echo
