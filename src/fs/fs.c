@@ -1965,13 +1965,14 @@ static bool plan_open(struct tfs_fs *fs, const char *key, bool *once)
 		return false;
 	pthread_mutex_lock(&fs->plan_lock);
 	in = fs->plan && !ra_plan_done(fs->plan) && ra_plan_on_open(fs->plan, key + pl, &idx);
-	wake = in && ra_plan_can_take(fs->plan);
+	wake = in && ra_plan_wake_due(fs->plan);
 	*once = in && ra_plan_ahead(fs->plan, key + pl) == 0;   /* not again in this plan */
 	pthread_mutex_unlock(&fs->plan_lock);
 	if (wake) {
-		/* the window moved: one fetcher, not all of them (waking every
-		 * fetcher on every open cost a second epoch from the cache
-		 * 20-30% of its time); it wakes the next if there is more.
+		/* the window has room for a batch: one fetcher, not all of them
+		 * (waking every fetcher on every open cost a second epoch from
+		 * the cache 20-30% of its time); it wakes the next if there is
+		 * more.
 		 * Under scan_lock, so a worker between its look at the plan and
 		 * its wait cannot miss it. */
 		pthread_mutex_lock(&fs->scan_lock);

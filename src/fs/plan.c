@@ -215,6 +215,18 @@ bool ra_plan_can_take(const struct ra_plan *p)
 	       p->ahead_bytes < p->window_bytes;
 }
 
+bool ra_plan_wake_due(const struct ra_plan *p)
+{
+	size_t end, batch = p->window_files / 8;
+
+	if (!ra_plan_can_take(p))
+		return false;
+	if (batch > RA_PLAN_WAKE_FILES)
+		batch = RA_PLAN_WAKE_FILES;
+	end = p->low + p->window_files < p->n ? p->low + p->window_files : p->n;
+	return end - p->next >= (batch ? batch : 1) || end == p->n;
+}
+
 void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes)
 {
 	if (idx >= p->n || !(p->flags[idx] & F_TAKEN) ||

@@ -76,6 +76,16 @@ bool ra_plan_take(struct ra_plan *p, size_t *idx, const char **path);
  * entries read already; false is exact.)  For waking one fetcher, not
  * all of them, when the window moves. */
 bool ra_plan_can_take(const struct ra_plan *p);
+
+/* Is an open's move of the window worth waking a fetcher for?  When the
+ * window has room for a batch of entries: an eighth of its files, at most
+ * RA_PLAN_WAKE_FILES, or all that the plan has left.  Opens one by one then
+ * wake a fetcher once per batch, not once per file: in an epoch served
+ * from the cache every wake found a cached file and went back to sleep,
+ * which made each open about 15 us slower on two cores.  The fetcher woken
+ * takes the whole batch, waking the next while there is more. */
+#define RA_PLAN_WAKE_FILES 16
+bool ra_plan_wake_due(const struct ra_plan *p);
 void ra_plan_account(struct ra_plan *p, size_t idx, uint64_t bytes);
 
 /* How often the plan will still open path: its occurrences not consumed

@@ -235,6 +235,46 @@ Test(plan, an_entry_skipped_over_is_not_ahead)
 	ra_plan_free(p);
 }
 
+/* wake_due: an open wakes a fetcher once the window has room for a batch
+ * (an eighth of its files, at most 16), or for whatever the plan has
+ * left; never when take would hand out nothing. */
+Test(plan, wake_due_waits_for_a_batch_of_room)
+{
+	struct ra_plan *p = plan_of(300, 256, UINT64_MAX), *q;
+
+	cr_expect(ra_plan_wake_due(p), "a new plan: the whole window");
+	cr_expect_eq(take_all(p, 0, NULL, NULL), 256);
+	cr_expect(!ra_plan_wake_due(p), "window full");
+	for (size_t i = 0; i < 15; i++) {
+		open_path(p, i, i);
+		cr_expect(ra_plan_can_take(p), "open %zu: room for one", i);
+		cr_expect(!ra_plan_wake_due(p), "open %zu: %zu of 16 free", i, i + 1);
+	}
+	open_path(p, 15, 15);
+	cr_expect(ra_plan_wake_due(p), "16 free: a batch");
+	cr_expect_eq(take_all(p, 0, NULL, NULL), 16);
+	cr_expect(!ra_plan_wake_due(p));
+	ra_plan_free(p);
+
+	/* a small window (16 files: batches of 2); at the plan's end, one */
+	q = plan_of(39, 16, UINT64_MAX);
+	cr_expect_eq(take_all(q, 0, NULL, NULL), 16);
+	open_path(q, 0, 0);
+	cr_expect(!ra_plan_wake_due(q), "1 free of a batch of 2");
+	open_path(q, 1, 1);
+	cr_expect(ra_plan_wake_due(q));
+	for (size_t i = 2; i < 22; i++)
+		open_path(q, i, i);
+	/* 16-21 were opened before anyone took them: 22 to 37 */
+	cr_expect_eq(take_all(q, 0, NULL, NULL), 16);
+	open_path(q, 22, 22);
+	cr_expect(ra_plan_can_take(q));
+	cr_expect(ra_plan_wake_due(q), "entry 38, the last: due though alone");
+	cr_expect_eq(take_all(q, 0, NULL, NULL), 1);
+	cr_expect(!ra_plan_wake_due(q), "every entry handed out");
+	ra_plan_free(q);
+}
+
 /* can_take says when a fetcher is worth waking: false exactly when take
  * would hand out nothing (window full by files or bytes, plan over). */
 Test(plan, can_take_agrees_with_take)
