@@ -127,6 +127,7 @@ struct dir_stash {
 
 struct scan_dir {
 	char *dirkey;              /* NULL = a free slot */
+	uint64_t gen;              /* which scan holds the slot (fs->scan_gen) */
 	struct dir_listing *listing;
 	struct ra_scan st;
 };
@@ -154,7 +155,11 @@ struct tfs_fs {
 	pthread_cond_t scan_cond;
 	struct scan_dir scans[SCAN_DIRS];
 	size_t scan_next;             /* round-robin start of the workers */
+	uint64_t scan_gen;            /* scans started, ever */
 	bool scan_stop;
+	/* workers whose fetch found RAM without room for an epoch's fetch:
+	 * each chunk a reader reads through makes room, and wakes one */
+	atomic_uint scan_room_waiters;
 	unsigned n_scan_threads;
 	pthread_t scan_threads[SCAN_THREADS_MAX];
 	atomic_uint_fast64_t scan_files, scan_bytes;
@@ -1719,10 +1724,17 @@ static bool scan_open(struct tfs_fs *fs, uint64_t ino)
 		}
 		sd->dirkey = dirkey;
 		sd->listing = l;
+		sd->gen = ++fs->scan_gen;
 		dirkey = NULL;
 		l = NULL;
 	}
 	epochs = sd->st.epochs;
+	/* into RAM, where a file read leaves first: the budget bounds the
+	 * bytes fetched and not opened yet, not all an epoch fetches (which
+	 * left most of a dataset larger than the budget to be read on
+	 * demand, one GET at a time) */
+	if (!fs->cfg.ssd && idx < sd->listing->n)
+		ra_scan_consumed(&sd->st, idx, sd->listing->ents[idx].size);
 	if (ra_scan_on_open(&sd->st, idx, now_us()))
 		pthread_cond_broadcast(&fs->scan_cond);
 	once = sd->st.active;
@@ -1743,6 +1755,9 @@ struct scan_job {
 	bool plan;
 	uint64_t plan_gen;
 	size_t plan_idx;
+	/* a scan's: where the entry came from, to hand it back untaken */
+	size_t scan_slot, scan_idx;
+	uint64_t scan_gen, scan_epochs;
 };
 
 /* The next file any active scan hands out (scan_lock held). */
@@ -1796,6 +1811,10 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 			entry_meta(e, &j->meta);
 			cache_id_of(&j->meta, j->cache_id, sizeof(j->cache_id));
 			ra_scan_account(&sd->st, e->size);
+			j->scan_slot = (size_t)(sd - fs->scans);
+			j->scan_idx = idx;
+			j->scan_gen = sd->gen;
+			j->scan_epochs = sd->st.epochs;
 			fs->scan_next = (fs->scan_next + k + 1) % SCAN_DIRS;
 			return true;
 		}
@@ -1806,11 +1825,14 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 /* Fetch the file's chunks into the cache: to_ssd, to the SSD tier (past
  * its admission: the job will read it this epoch), else ahead into RAM.
  * Small files are one GET, sized by the listing (no HEAD).  The bytes
- * brought (0: all were there, or the fetch failed). */
-static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_ssd)
+ * brought (0: all were there, or the fetch failed); *refused when RAM
+ * had no room for a chunk the epoch may take (and it is not there). */
+static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_ssd,
+			   bool *refused)
 {
 	uint64_t cs = fs->cfg.chunk_size, size = j->meta.size, got = 0;
 	struct fill_ctx fc = { fs, j->key, j->meta.etag, size };
+	bool again = false;
 
 	for (uint64_t i = 0; i * cs < size; i++) {
 		struct chunk_id id = { j->key, j->cache_id, i };
@@ -1831,6 +1853,14 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 			return got;         /* the object changed or the store fails: a reader will say */
 		if (fetched || (!to_ssd && rc == TFS_OK))
 			got += want;
+		again |= !to_ssd && rc == TFS_AGAIN;
+	}
+	if (again && refused) {
+		/* TFS_AGAIN is "in RAM already" or "no room": which one */
+		uint64_t in_ram = 0, on_ssd = 0;
+
+		chunk_cache_residency(fs->cache, j->key, j->cache_id, size, &in_ram, &on_ssd);
+		*refused = in_ram < size;
 	}
 	return got;
 }
@@ -1871,10 +1901,20 @@ static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
 	j->meta.size = o.size;
 	memcpy(j->meta.etag, o.etag, sizeof(j->meta.etag));
 	memcpy(j->cache_id, o.cache_id, sizeof(j->cache_id));
-	if ((got = scan_fetch(fs, j, false))) {
+	if ((got = scan_fetch(fs, j, false, NULL))) {
 		atomic_fetch_add(&fs->plan_bytes, got);
 		atomic_fetch_add(&fs->plan_files, 1);
 	}
+}
+
+/* Hand a scan's entry back, to be taken again once RAM has room (scan_lock
+ * held): if its scan still holds the slot, in the same epoch. */
+static void scan_untake(struct tfs_fs *fs, const struct scan_job *j)
+{
+	struct scan_dir *sd = &fs->scans[j->scan_slot];
+
+	if (sd->dirkey && sd->gen == j->scan_gen && sd->st.epochs == j->scan_epochs)
+		ra_scan_untake(&sd->st, j->scan_idx, j->meta.size);
 }
 
 static void *scan_worker(void *arg)
@@ -1897,12 +1937,27 @@ static void *scan_worker(void *arg)
 		if (j.plan) {
 			plan_fetch(fs, &j);
 		} else {
-			uint64_t got = scan_fetch(fs, &j, fs->cfg.ssd != NULL);
+			bool refused = false;
+			uint64_t got = scan_fetch(fs, &j, fs->cfg.ssd != NULL, &refused);
 
 			/* counted only when the scan brought something the cache lacked */
 			if (got) {
 				atomic_fetch_add(&fs->scan_bytes, got);
 				atomic_fetch_add(&fs->scan_files, 1);
+			}
+			if (refused) {
+				struct timespec ts;
+
+				free(j.key);
+				pthread_mutex_lock(&fs->scan_lock);
+				scan_untake(fs, &j);
+				/* until a reader reads a chunk through (fs_read) */
+				atomic_fetch_add(&fs->scan_room_waiters, 1);
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_sec += 1;
+				pthread_cond_timedwait(&fs->scan_cond, &fs->scan_lock, &ts);
+				atomic_fetch_sub(&fs->scan_room_waiters, 1);
+				continue;
 			}
 		}
 		free(j.key);
@@ -2113,8 +2168,15 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 	 * no more use until the next epoch, and the first to leave RAM */
 	for (size_t i = 0; f->once && i < r->n; i++)
 		if ((const char *)r->iov[i].iov_base + r->iov[i].iov_len ==
-		    (const char *)chunk_ref_data(r->refs[i]) + chunk_ref_len(r->refs[i]))
+		    (const char *)chunk_ref_data(r->refs[i]) + chunk_ref_len(r->refs[i])) {
 			chunk_cache_read_done(fs->cache, r->refs[i]);
+			/* room for a scan's fetch that found none */
+			if (atomic_load_explicit(&fs->scan_room_waiters, memory_order_relaxed)) {
+				pthread_mutex_lock(&fs->scan_lock);
+				pthread_cond_signal(&fs->scan_cond);
+				pthread_mutex_unlock(&fs->scan_lock);
+			}
+		}
 	return TFS_OK;
 }
 

@@ -14,6 +14,11 @@ static void bit_set(uint8_t *b, size_t i)
 	b[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
+static void bit_clear(uint8_t *b, size_t i)
+{
+	b[i / 8] &= (uint8_t)~(1u << (i % 8));
+}
+
 int ra_scan_init(struct ra_scan *s, size_t n)
 {
 	memset(s, 0, sizeof(*s));
@@ -93,4 +98,22 @@ bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *i
 void ra_scan_account(struct ra_scan *s, uint64_t bytes)
 {
 	s->bytes_taken += bytes;
+}
+
+void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes)
+{
+	if (idx >= s->n || !bit_get(s->taken, idx) || bit_get(s->opened, idx))
+		return;
+	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+}
+
+void ra_scan_untake(struct ra_scan *s, size_t idx, uint64_t bytes)
+{
+	if (idx >= s->n || !bit_get(s->taken, idx))
+		return;
+	bit_clear(s->taken, idx);
+	if (!bit_get(s->opened, idx))
+		s->n_marked--;          /* marked by the take alone */
+	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+	s->cursor = idx;            /* the first to hand out again */
 }

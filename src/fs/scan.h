@@ -56,4 +56,16 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
 bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *idx);
 void ra_scan_account(struct ra_scan *s, uint64_t bytes);
 
+/* Entry idx, taken and accounted bytes, is being opened (call before
+ * ra_scan_on_open): its bytes no longer count against the budget, which
+ * then bounds what is fetched and not yet opened rather than what an
+ * epoch fetches.  For a scan into RAM, whose files leave RAM first once
+ * read; nothing if idx is not taken or was opened already. */
+void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes);
+
+/* Entry idx, taken and accounted bytes, was not fetched after all (no
+ * room for it yet): hand it out again, first.  Nothing if it is not
+ * taken (a new epoch cleared the marks since). */
+void ra_scan_untake(struct ra_scan *s, size_t idx, uint64_t bytes);
+
 #endif

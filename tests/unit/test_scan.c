@@ -83,3 +83,38 @@ Test(scan, bounds)
 	cr_expect_eq(ra_scan_init(&s, SCAN_ENTRIES_MAX + 1), -1);
 	cr_expect(!ra_scan_on_open(&s, 5, S), "an empty scan takes no open");
 }
+
+/* untake hands an entry back, first, with its bytes; consumed takes an
+ * opened entry's bytes off the budget (a window, not an epoch's total);
+ * neither touches an entry not taken. */
+Test(scan, untake_and_consumed)
+{
+	struct ra_scan s;
+	size_t a, b, c;
+
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_assert(ra_scan_take(&s, S, 100, &a));
+	ra_scan_account(&s, 60);
+	cr_assert(ra_scan_take(&s, S, 100, &b));
+	ra_scan_account(&s, 60);
+	cr_expect(!ra_scan_take(&s, S, 100, &c), "past the budget");
+	/* a's fetch found no room: handed back, and handed out first */
+	ra_scan_untake(&s, a, 60);
+	cr_expect_eq(s.bytes_taken, 60);
+	cr_assert(ra_scan_take(&s, S, 100, &c));
+	cr_expect_eq(c, a, "the entry handed back comes first");
+	ra_scan_account(&s, 60);
+	ra_scan_untake(&s, 39, 60);     /* not taken: nothing */
+	cr_expect_eq(s.bytes_taken, 120);
+	/* b is opened: its bytes leave the budget, room for one more */
+	ra_scan_consumed(&s, b, 60);
+	ra_scan_on_open(&s, b, S);
+	cr_expect_eq(s.bytes_taken, 60);
+	ra_scan_consumed(&s, b, 60);    /* opened already: nothing */
+	ra_scan_consumed(&s, 38, 60);   /* not taken: nothing */
+	cr_expect_eq(s.bytes_taken, 60);
+	cr_expect(ra_scan_take(&s, S, 100, &c));
+	ra_scan_release(&s);
+}
