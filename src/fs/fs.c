@@ -1917,6 +1917,17 @@ static void scan_untake(struct tfs_fs *fs, const struct scan_job *j)
 		ra_scan_untake(&sd->st, j->scan_idx, j->meta.size);
 }
 
+/* Wait (scan_lock held) for a wake-up (an open, a plan, a reader's read
+ * making room) or a second. */
+static void scan_wait(struct tfs_fs *fs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_cond_timedwait(&fs->scan_cond, &fs->scan_lock, &ts);
+}
+
 static void *scan_worker(void *arg)
 {
 	struct tfs_fs *fs = arg;
@@ -1924,20 +1935,17 @@ static void *scan_worker(void *arg)
 
 	pthread_mutex_lock(&fs->scan_lock);
 	while (!fs->scan_stop) {
-		struct timespec ts;
+		bool refused = false;
 
 		if (!scan_next_job(fs, &j)) {
 			/* nothing now: an open or, for an idle scan, time will tell */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&fs->scan_cond, &fs->scan_lock, &ts);
+			scan_wait(fs);
 			continue;
 		}
 		pthread_mutex_unlock(&fs->scan_lock);
 		if (j.plan) {
 			plan_fetch(fs, &j);
 		} else {
-			bool refused = false;
 			uint64_t got = scan_fetch(fs, &j, fs->cfg.ssd != NULL, &refused);
 
 			/* counted only when the scan brought something the cache lacked */
@@ -1945,23 +1953,17 @@ static void *scan_worker(void *arg)
 				atomic_fetch_add(&fs->scan_bytes, got);
 				atomic_fetch_add(&fs->scan_files, 1);
 			}
-			if (refused) {
-				struct timespec ts;
-
-				free(j.key);
-				pthread_mutex_lock(&fs->scan_lock);
-				scan_untake(fs, &j);
-				/* until a reader reads a chunk through (fs_read) */
-				atomic_fetch_add(&fs->scan_room_waiters, 1);
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += 1;
-				pthread_cond_timedwait(&fs->scan_cond, &fs->scan_lock, &ts);
-				atomic_fetch_sub(&fs->scan_room_waiters, 1);
-				continue;
-			}
 		}
 		free(j.key);
 		pthread_mutex_lock(&fs->scan_lock);
+		if (refused) {
+			/* no room in RAM yet: handed back, taken again once a
+			 * reader reads a chunk through (fs_read) */
+			scan_untake(fs, &j);
+			atomic_fetch_add(&fs->scan_room_waiters, 1);
+			scan_wait(fs);
+			atomic_fetch_sub(&fs->scan_room_waiters, 1);
+		}
 	}
 	pthread_mutex_unlock(&fs->scan_lock);
 	return NULL;

@@ -100,11 +100,17 @@ void ra_scan_account(struct ra_scan *s, uint64_t bytes)
 	s->bytes_taken += bytes;
 }
 
+/* bytes handed out no more (never below 0) */
+static void taken_sub(struct ra_scan *s, uint64_t bytes)
+{
+	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+}
+
 void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes)
 {
 	if (idx >= s->n || !bit_get(s->taken, idx) || bit_get(s->opened, idx))
 		return;
-	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+	taken_sub(s, bytes);
 }
 
 void ra_scan_untake(struct ra_scan *s, size_t idx, uint64_t bytes)
@@ -114,6 +120,6 @@ void ra_scan_untake(struct ra_scan *s, size_t idx, uint64_t bytes)
 	bit_clear(s->taken, idx);
 	if (!bit_get(s->opened, idx))
 		s->n_marked--;          /* marked by the take alone */
-	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+	taken_sub(s, bytes);
 	s->cursor = idx;            /* the first to hand out again */
 }
