@@ -125,7 +125,7 @@ static int fmt_tier(char *buf, size_t n, const char *name, const struct tier_sta
 static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, const char *when)
 {
 	struct fs_stats fst;
-	struct s3_stats s3s;
+	struct objstore_stats s3s;
 	struct chunk_cache_stats cs;
 	char line[2048];
 	int n;

@@ -30,7 +30,7 @@
 /* Every counter at one moment. */
 struct counters {
 	struct chunk_cache_stats cc;
-	struct s3_stats s3;
+	struct objstore_stats s3;
 	struct fs_stats fs;
 };
 

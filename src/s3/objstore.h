@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/latency_hist.h"
 #include "common/tfs_err.h"
 
 #define OBJ_ETAG_MAX 128   /* ETag as the server sent it, quotes included */
@@ -49,6 +50,21 @@ struct obj_list_page {
 
 void obj_list_page_free(struct obj_list_page *page);
 
+/* Counters since the store was opened (monotonic). */
+struct objstore_stats {
+	uint64_t requests;         /* HTTP requests sent, retries included */
+	uint64_t gets, heads, lists;
+	uint64_t retries;
+	uint64_t errors;           /* calls that failed after retries */
+	uint64_t bytes_received;   /* body bytes of successful GETs */
+	/* Duration of every completed attempt (connect if any, send, wait,
+	 * receive; not the wait for a connection nor backoff sleeps),
+	 * success or failure, retries included.  Read it with
+	 * latency_hist_quantile(); latency_hist_snap_sub() of two snapshots
+	 * gives the attempts between them. */
+	struct latency_hist_snap latency;
+};
+
 struct objstore;
 
 struct objstore_ops {
@@ -73,6 +89,9 @@ struct objstore_ops {
 	int (*list)(struct objstore *os, const char *prefix, const char *delimiter,
 		    const char *token, unsigned max_keys, struct obj_list_page **out,
 		    struct tfs_errinfo *ei);
+	/* Fill *out (about 3.3 KB: keep it off small stacks in hot loops).
+	 * Lock-free.  NULL in a backend that counts nothing (all zeros). */
+	void (*stats)(struct objstore *os, struct objstore_stats *out);
 	void (*free)(struct objstore *os);
 };
 
@@ -99,6 +118,14 @@ static inline int objstore_list(struct objstore *os, const char *prefix,
 				struct tfs_errinfo *ei)
 {
 	return os->ops->list(os, prefix, delimiter, token, max_keys, out, ei);
+}
+
+static inline void objstore_stats(struct objstore *os, struct objstore_stats *out)
+{
+	if (os->ops->stats)
+		os->ops->stats(os, out);
+	else
+		*out = (struct objstore_stats){ 0 };
 }
 
 static inline void objstore_free(struct objstore *os)

@@ -94,7 +94,7 @@ struct s3_client {
 
 	_Atomic uint64_t st_requests, st_gets, st_heads, st_lists, st_retries,
 		st_errors, st_bytes;
-	struct latency_hist st_latency; /* per attempt, see struct s3_stats */
+	struct latency_hist st_latency; /* per attempt, see struct objstore_stats */
 };
 
 enum rx_mode { RX_NONE, RX_BUF, RX_DYN };
@@ -340,10 +340,16 @@ static int s3_os_list(struct objstore *os, const char *prefix, const char *delim
 		      const char *token, unsigned max_keys, struct obj_list_page **out,
 		      struct tfs_errinfo *ei);
 
+static void s3_os_stats(struct objstore *os, struct objstore_stats *out)
+{
+	s3_client_stats((struct s3_client *)os, out);
+}
+
 static const struct objstore_ops s3_objstore_ops = {
 	.head = s3_os_head,
 	.get_range = s3_os_get_range,
 	.list = s3_os_list,
+	.stats = s3_os_stats,
 	.free = s3_client_os_free,
 };
 
@@ -547,7 +553,7 @@ static void s3_client_os_free(struct objstore *os)
 	s3_client_free((struct s3_client *)os);
 }
 
-void s3_client_stats(struct s3_client *c, struct s3_stats *out)
+void s3_client_stats(struct s3_client *c, struct objstore_stats *out)
 {
 	out->requests = atomic_load_explicit(&c->st_requests, memory_order_relaxed);
 	out->gets = atomic_load_explicit(&c->st_gets, memory_order_relaxed);

@@ -16,7 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/latency_hist.h"
 #include "s3/objstore.h"
 
 struct s3_config {
@@ -73,22 +72,8 @@ int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *e
  * LocationConstraint is sent only to AWS outside us-east-1. */
 int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei);
 
-/* Counters since creation (monotonic, relaxed atomics). */
-struct s3_stats {
-	uint64_t requests;         /* HTTP requests sent, retries included */
-	uint64_t gets, heads, lists;
-	uint64_t retries;
-	uint64_t errors;           /* calls that failed after retries */
-	uint64_t bytes_received;   /* body bytes of successful GETs */
-	/* Duration of every completed attempt (curl_easy_perform(): connect
-	 * if any, send, wait, receive; not the wait for a pool handle nor
-	 * backoff sleeps), success or failure, retries included.  Read it
-	 * with latency_hist_quantile(); latency_hist_snap_sub() of two
-	 * s3_stats gives the attempts between them. */
-	struct latency_hist_snap latency;
-};
-/* Fill *out (about 3.3 KB: keep it off small stacks in hot loops).
+/* Counters since creation (see struct objstore_stats; relaxed atomics).
  * Thread-safe, lock-free. */
-void s3_client_stats(struct s3_client *c, struct s3_stats *out);
+void s3_client_stats(struct s3_client *c, struct objstore_stats *out);
 
 #endif

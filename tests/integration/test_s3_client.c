@@ -127,7 +127,7 @@ Test(s3_client, put_head_get_ranges)
 	unsigned char *data = malloc(size), *buf = malloc(size + 100);
 	struct tfs_errinfo ei;
 	struct obj_meta m;
-	struct s3_stats st;
+	struct objstore_stats st;
 
 	fill(data, size, 1);
 	put_ok(c, "obj.bin", data, size, etag);
@@ -728,7 +728,7 @@ Test(s3_client, pool_bound_under_contention)
 	struct get_job jobs[THREADS];
 	pthread_t th[THREADS];
 	struct s3_client *c;
-	struct s3_stats st;
+	struct objstore_stats st;
 
 	fill(data, size, 7);
 	put_ok(setup, "shared", data, size, NULL);
@@ -996,7 +996,7 @@ Test(s3_client, transient_faults_are_retried, .fini = proxy_fini)
 	unsigned char *data = malloc(size), *buf = malloc(size);
 	struct obj_list_page *page = NULL;
 	struct tfs_errinfo ei;
-	struct s3_stats st;
+	struct objstore_stats st;
 	struct obj_meta m;
 	struct s3_client *c;
 	struct objstore *os;
@@ -1065,7 +1065,7 @@ Test(s3_client, persistent_faults_become_io_errors, .fini = proxy_fini)
 	struct s3_client *setup = new_bucket("fault2", bucket, sizeof(bucket));
 	struct tfs_errinfo ei;
 	struct obj_meta m;
-	struct s3_stats st;
+	struct objstore_stats st;
 	struct s3_client *c;
 	struct objstore *os;
 	size_t got;

@@ -154,7 +154,9 @@ static void fake_free(struct objstore *os)
 	free(f);
 }
 
-static const struct objstore_ops fake_ops = { fake_head, fake_get, fake_list, fake_free };
+static const struct objstore_ops fake_ops = {
+	.head = fake_head, .get_range = fake_get, .list = fake_list, .free = fake_free
+};
 
 struct fake_objstore *fake_objstore_new(void)
 {
