@@ -1917,6 +1917,16 @@ static void scan_untake(struct tfs_fs *fs, const struct scan_job *j)
 		ra_scan_untake(&sd->st, j->scan_idx, j->meta.size);
 }
 
+/* A scan's entry into RAM brought nothing (it was there, or its fetch
+ * failed): its bytes leave the budget now (scan_lock held). */
+static void scan_not_fetched(struct tfs_fs *fs, const struct scan_job *j)
+{
+	struct scan_dir *sd = &fs->scans[j->scan_slot];
+
+	if (sd->dirkey && sd->gen == j->scan_gen && sd->st.epochs == j->scan_epochs)
+		ra_scan_not_fetched(&sd->st, j->scan_idx, j->meta.size);
+}
+
 /* Wait (scan_lock held) for a wake-up (an open, a plan, a reader's read
  * making room) or a second. */
 static void scan_wait(struct tfs_fs *fs)
@@ -1935,7 +1945,7 @@ static void *scan_worker(void *arg)
 
 	pthread_mutex_lock(&fs->scan_lock);
 	while (!fs->scan_stop) {
-		bool refused = false;
+		bool refused = false, got_any = false;
 
 		if (!scan_next_job(fs, &j)) {
 			/* nothing now: an open or, for an idle scan, time will tell */
@@ -1949,6 +1959,7 @@ static void *scan_worker(void *arg)
 			uint64_t got = scan_fetch(fs, &j, fs->cfg.ssd != NULL, &refused);
 
 			/* counted only when the scan brought something the cache lacked */
+			got_any = got > 0;
 			if (got) {
 				atomic_fetch_add(&fs->scan_bytes, got);
 				atomic_fetch_add(&fs->scan_files, 1);
@@ -1956,6 +1967,8 @@ static void *scan_worker(void *arg)
 		}
 		free(j.key);
 		pthread_mutex_lock(&fs->scan_lock);
+		if (!j.plan && !refused && !fs->cfg.ssd && !got_any)
+			scan_not_fetched(fs, &j);
 		if (refused) {
 			/* no room in RAM yet: handed back, taken again once a
 			 * reader reads a chunk through (fs_read) */

@@ -26,7 +26,8 @@ int ra_scan_init(struct ra_scan *s, size_t n)
 		return -1;
 	s->opened = calloc((n + 7) / 8, 1);
 	s->taken = calloc((n + 7) / 8, 1);
-	if (!s->opened || !s->taken) {
+	s->unfetched = calloc((n + 7) / 8, 1);
+	if (!s->opened || !s->taken || !s->unfetched) {
 		ra_scan_release(s);
 		return -1;
 	}
@@ -38,6 +39,7 @@ void ra_scan_release(struct ra_scan *s)
 {
 	free(s->opened);
 	free(s->taken);
+	free(s->unfetched);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -46,6 +48,7 @@ static void epoch_restart(struct ra_scan *s)
 {
 	memset(s->opened, 0, (s->n + 7) / 8);
 	memset(s->taken, 0, (s->n + 7) / 8);
+	memset(s->unfetched, 0, (s->n + 7) / 8);
 	s->n_opened = 0;
 	s->n_marked = 0;
 	s->opens = 0;
@@ -108,8 +111,18 @@ static void taken_sub(struct ra_scan *s, uint64_t bytes)
 
 void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes)
 {
-	if (idx >= s->n || !bit_get(s->taken, idx) || bit_get(s->opened, idx))
+	if (idx >= s->n || !bit_get(s->taken, idx) || bit_get(s->opened, idx) ||
+	    bit_get(s->unfetched, idx))
 		return;
+	taken_sub(s, bytes);
+}
+
+void ra_scan_not_fetched(struct ra_scan *s, size_t idx, uint64_t bytes)
+{
+	if (idx >= s->n || !bit_get(s->taken, idx) || bit_get(s->opened, idx) ||
+	    bit_get(s->unfetched, idx))
+		return;
+	bit_set(s->unfetched, idx);
 	taken_sub(s, bytes);
 }
 
@@ -120,6 +133,9 @@ void ra_scan_untake(struct ra_scan *s, size_t idx, uint64_t bytes)
 	bit_clear(s->taken, idx);
 	if (!bit_get(s->opened, idx))
 		s->n_marked--;          /* marked by the take alone */
-	taken_sub(s, bytes);
+	if (bit_get(s->unfetched, idx))
+		bit_clear(s->unfetched, idx);   /* its bytes left the budget then */
+	else
+		taken_sub(s, bytes);
 	s->cursor = idx;            /* the first to hand out again */
 }

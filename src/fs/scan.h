@@ -13,7 +13,7 @@
  * out when no file was opened for SCAN_IDLE_US (the job stopped), and a
  * new epoch begins when every file was opened: the marks are cleared.
  *
- * Bounds: a scan covers at most SCAN_ENTRIES_MAX entries (two bits each).
+ * Bounds: a scan covers at most SCAN_ENTRIES_MAX entries (three bits each).
  * Not thread-safe: the caller holds its lock.
  */
 #ifndef TIERFS_SCAN_H
@@ -29,6 +29,7 @@
 
 struct ra_scan {
 	uint8_t *opened, *taken;  /* bitmaps over the listing's entries */
+	uint8_t *unfetched;       /* taken, fetched nothing: bytes not counted */
 	size_t n;                 /* entries */
 	size_t n_opened, opens;   /* distinct files opened this epoch; all opens */
 	size_t cursor;            /* where the next take looks first */
@@ -62,6 +63,13 @@ void ra_scan_account(struct ra_scan *s, uint64_t bytes);
  * epoch fetches.  For a scan into RAM, whose files leave RAM first once
  * read; nothing if idx is not taken or was opened already. */
 void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes);
+
+/* Entry idx, taken and accounted bytes, brought nothing into the cache:
+ * it was there already (or its fetch failed).  Its bytes leave the budget
+ * now, not at its open: a file the reader will open late must not hold
+ * the budget that the files it opens sooner need.  Nothing if idx is not
+ * taken, opened already, or not fetched already. */
+void ra_scan_not_fetched(struct ra_scan *s, size_t idx, uint64_t bytes);
 
 /* Entry idx, taken and accounted bytes, was not fetched after all (no
  * room for it yet): hand it out again, first.  Nothing if it is not

@@ -118,3 +118,37 @@ Test(scan, untake_and_consumed)
 	cr_expect(ra_scan_take(&s, S, 100, &c));
 	ra_scan_release(&s);
 }
+
+/* An entry taken but found in the cache already (or whose fetch failed)
+ * leaves the budget at once, and its open later takes nothing off again. */
+Test(scan, not_fetched_leaves_the_budget_once)
+{
+	struct ra_scan s;
+	size_t a, b, c;
+
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_assert(ra_scan_take(&s, S, 100, &a));
+	ra_scan_account(&s, 60);
+	cr_assert(ra_scan_take(&s, S, 100, &b));
+	ra_scan_account(&s, 60);
+	cr_expect(!ra_scan_take(&s, S, 100, &c), "past the budget");
+	ra_scan_not_fetched(&s, a, 60);
+	cr_expect_eq(s.bytes_taken, 60, "a's bytes left the budget");
+	ra_scan_not_fetched(&s, a, 60);
+	cr_expect_eq(s.bytes_taken, 60, "not twice");
+	cr_expect(ra_scan_take(&s, S, 100, &c), "room for another");
+	ra_scan_account(&s, 60);
+	/* a is opened: nothing more leaves; b is opened: its bytes leave */
+	ra_scan_consumed(&s, a, 60);
+	ra_scan_on_open(&s, a, S);
+	cr_expect_eq(s.bytes_taken, 120);
+	ra_scan_consumed(&s, b, 60);
+	ra_scan_on_open(&s, b, S);
+	cr_expect_eq(s.bytes_taken, 60);
+	ra_scan_not_fetched(&s, 39, 60);   /* not taken: nothing */
+	ra_scan_not_fetched(&s, b, 60);    /* opened: nothing */
+	cr_expect_eq(s.bytes_taken, 60);
+	ra_scan_release(&s);
+}
