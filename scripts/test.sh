@@ -15,7 +15,9 @@
 # summary counts as one failure).  Exit status 0 only when nothing failed.
 #
 # Knobs: TIERFS_TEST_SKIP_ASAN=1 skips the sanitizer pass;
-#        TIERFS_TEST_FILTER=glob runs only binaries whose name matches.
+#        TIERFS_TEST_FILTER=glob runs only binaries whose name matches;
+#        TIERFS_TEST_REPEAT=N runs every test N times in a row (one setup,
+#        build and radosgw; the counts add up), to show nothing flakes.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -144,13 +146,17 @@ run_sh() {
 	fi
 }
 
-for b in "${BUILDS[@]}"; do
-	step "tests: $b"
-	for kind in unit integration shell; do
-		for name in $(tests_in "$b" "$kind"); do
-			# shellcheck disable=SC2053
-			[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
-			if [ "$kind" = shell ]; then run_sh "$b" "$name"; else run_bin "$b" "$name"; fi
+REPEAT=${TIERFS_TEST_REPEAT:-1}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "TIERFS_TEST_REPEAT must be a positive number"
+for ((round = 1; round <= REPEAT; round++)); do
+	for b in "${BUILDS[@]}"; do
+		step "tests: $b${REPEAT:+$([ "$REPEAT" -gt 1 ] && echo " (round $round of $REPEAT)")}"
+		for kind in unit integration shell; do
+			for name in $(tests_in "$b" "$kind"); do
+				# shellcheck disable=SC2053
+				[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
+				if [ "$kind" = shell ]; then run_sh "$b" "$name"; else run_bin "$b" "$name"; fi
+			done
 		done
 	done
 done
