@@ -13,8 +13,8 @@
 set -euo pipefail
 
 PKGS=(
-    # build
-    meson ninja-build pkg-config gcc libc6-dev
+    # build (help2man: the tierfs(1) man page, made from tierfs --help)
+    meson ninja-build pkg-config gcc libc6-dev help2man
     # libraries (pkg-config dependencies of the daemon and tests)
     libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev ca-certificates
     libxml2-dev libinih-dev libcriterion-dev librocksdb-dev libxxhash-dev
