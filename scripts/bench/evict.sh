@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# evict.sh - issue 4's targets for the eviction policies, in one table:
+# evict.sh - the eviction policies against their targets, in one table:
 # the simulator's (tierfs-sim, the very policy code the daemon runs) and
 # the daemon's own (a real mount against a local radosgw).
 #

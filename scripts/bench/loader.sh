@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# loader.sh - issue 7's benchmark: a shuffled image-folder dataset read by a
+# loader.sh - the loader benchmark: a shuffled image-folder dataset read by a
 # PyTorch DataLoader (2 workers) through the S3-like network emulator
 # (tierfs-faultproxy: first byte after LATENCY ms, each connection capped at
 # BANDWIDTH bytes/s, in front of a local radosgw), by each tool in turn on
@@ -47,7 +47,11 @@
 #       8 MiB past an 8 MiB RAM tier: some 300 files of the default sizes)
 #   LOADER_STEP_TIMEOUT (900)   seconds before one epoch is a FAIL
 #   TIERFS_BENCH_MOUNT_OPTS     extra tierfs mount options
-# Output: OUTDIR/loader.md (tables, ratios against the issue's targets,
+# Targets: epoch 1 without a plan >= 5x faster than s3fs; epoch 1 with a
+# plan <= 1.3x the network limit; epochs 2 on <= 1.5x local disk, with or
+# without a plan; twice the cache, with a plan: object-store bytes <= 1.05x
+# Belady's from epoch 2.
+# Output: OUTDIR/loader.md (tables, ratios against those targets,
 # machine, command) and OUTDIR/logs/.
 set -euo pipefail
 export LC_ALL=C
@@ -326,7 +330,7 @@ done
 secs() { printf '%s%s' "${SECS[$1,$2]}" "${SPREAD[$1,$2]:+ (${SPREAD[$1,$2]})}"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0 || a == "") print "n/a"; else printf "%.2f", a / b }'; }
 {
-	echo "# DataLoader over a shuffled image folder (issue 7)"
+	echo "# DataLoader over a shuffled image folder (the loader benchmark)"
 	echo
 	echo "$DS_FILES files of 40 to 200 KB ($DS_BYTES bytes) in $CLASSES class directories;"
 	echo "torch DataLoader, $WORKERS workers, batch $BATCH, RandomSampler seeded per epoch (same orders for"
@@ -355,7 +359,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b =
 	echo
 	for r in "${ROWS[@]}"; do [ -n "${NOTE[$r]:-}" ] && echo "- $r: ${NOTE[$r]}"; done
 	echo
-	echo "Against the issue's targets:"
+	echo "Against the loader benchmark's targets:"
 	echo
 	if has tierfs && has s3fs; then
 		echo "- epoch 1, s3fs / tierfs without a plan: $(ratio "${SECS[s3fs,1]}" "${SECS[tierfs,1]}")x (target >= 5)"
