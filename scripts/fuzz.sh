@@ -7,7 +7,7 @@
 # undefined against src/ctl/ctl_proto.c, and runs it for SECONDS with the
 # corpus kept in build-fuzz/corpus (reused by the next run).  A crash
 # leaves crash-* in build-fuzz/ and a non-zero exit.  The test suite runs
-# the same target without libFuzzer (meson test fuzz_ctl_proto).
+# the same target without libFuzzer (meson test test_ctl_proto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
