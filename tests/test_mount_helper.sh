@@ -68,7 +68,7 @@ refused() {
 	fi
 }
 
-# the README's example
+# the fstab example of docs/operations.md (and of scripts/mount.tierfs's header)
 fake "fstab example" \
 	"$T mount s3://my-bucket/prefix /mnt/data --config /etc/tierfs/data.conf --ram-size 4G -o allow_other" \
 	s3://my-bucket/prefix /mnt/data -o _netdev,allow_other,config=/etc/tierfs/data.conf,ram-size=4G
