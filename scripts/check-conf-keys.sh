@@ -7,13 +7,13 @@
 # "Documented" means a commented-out `#key = value` line whose paragraph
 # (the comment lines since the last blank line) says what the default is
 # ("Default" or "Defaults").  The key table is read from the opt_defs[]
-# initialisers in src/common/config.c, one `{ "name", OPT_...` per line.
+# initialisers in src/config.c, one `{ "name", OPT_...` per line.
 # Prints one line per problem and exits 1 if there is any, else prints
 # "N keys documented" and exits 0.
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-config_c=${1:-$root/src/common/config.c}
+config_c=${1:-$root/src/config.c}
 conf=${2:-$root/conf/tierfs.conf}
 
 for f in "$config_c" "$conf"; do

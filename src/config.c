@@ -1,7 +1,7 @@
 /* config.c - mount configuration (see config.h).  One table lists every
  * option once; the command line and the config file both go through
  * config_set(), so they can never disagree on a key or its syntax. */
-#include "common/config.h"
+#include "config.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,7 @@
 /* config.h - the mount configuration: defaults, config file, command line.
+ * It belongs to the tierfs command (main.c), above every layer: it names
+ * the eviction policies, and the layers below get what they need from it
+ * as plain values.
  *
  * Precedence, lowest first: built-in defaults, environment (endpoint,
  * region), the config file (--config), the command line.  The config file

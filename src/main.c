@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/config.h"
+#include "config.h"
+#include "common/counters.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
 #include "ctl/cli.h"
@@ -30,7 +31,6 @@
 #include "fuse/fuse_ops.h"
 #include "s3/s3_client.h"
 #include "s3/s3_creds.h"
-#include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
 
 static const char usage_text[] =
@@ -99,62 +99,15 @@ static void die_usage(const char *msg)
 	exit(2);
 }
 
-/* One line of every counter, "name=value" pairs, for SIGUSR1 and unmount
- * (tests and operators parse it; the control socket will serve the same). */
-static int fmt_tier(char *buf, size_t n, const char *name, const struct tier_stats *t)
+/* One line of every counter (common/counters.h), for SIGUSR1 and unmount:
+ * tests and operators parse it. */
+static void log_stats(int level, struct tfs_fs *fs, const char *when)
 {
-	return snprintf(buf, n,
-			" %s.hits=%llu %s.misses=%llu %s.bytes_fetched=%llu %s.insertions=%llu"
-			" %s.evictions=%llu %s.entries=%llu %s.bytes_used=%llu %s.capacity=%llu"
-			" %s.waits=%llu %s.overflow=%llu %s.fills_failed=%llu"
-			" %s.checksum_failures=%llu %s.io_errors=%llu %s.dropped=%llu"
-			" %s.bytes_served=%llu %s.rejected=%llu %s.degraded=%d",
-			name, (unsigned long long)t->hits, name, (unsigned long long)t->misses,
-			name, (unsigned long long)t->bytes_fetched, name,
-			(unsigned long long)t->insertions, name, (unsigned long long)t->evictions,
-			name, (unsigned long long)t->entries, name,
-			(unsigned long long)t->bytes_used, name, (unsigned long long)t->capacity,
-			name, (unsigned long long)t->waits, name, (unsigned long long)t->overflow,
-			name, (unsigned long long)t->fills_failed, name,
-			(unsigned long long)t->checksum_failures, name,
-			(unsigned long long)t->io_errors, name, (unsigned long long)t->dropped,
-			name, (unsigned long long)t->bytes_served, name,
-			(unsigned long long)t->rejected, name, t->degraded ? 1 : 0);
-}
+	struct tfs_counters c;
+	char line[4096];
 
-static void log_stats(int level, struct tfs_fs *fs, struct s3_client *client, const char *when)
-{
-	struct fs_stats fst;
-	struct objstore_stats s3s;
-	struct chunk_cache_stats cs;
-	char line[2048];
-	int n;
-
-	fs_stats(fs, &fst);
-	s3_client_stats(client, &s3s);
-	chunk_cache_stats(fs_chunk_cache(fs), &cs);
-	n = snprintf(line, sizeof(line),
-		     "s3.requests=%llu s3.gets=%llu s3.heads=%llu s3.lists=%llu s3.retries=%llu"
-		     " s3.errors=%llu s3.bytes=%llu store.fetches=%llu store.bytes=%llu"
-		     " store.errors=%llu fs.open_files=%llu fs.unsafe_keys=%llu"
-		     " ra.issued=%llu ra.used=%llu ra.wasted=%llu ra.late=%llu ra.dropped=%llu"
-		     " ra.refused=%llu ra.files=%llu ra.scan_files=%llu ra.scan_bytes=%llu"
-		     " ra.plan_files=%llu ra.plan_bytes=%llu",
-		     (unsigned long long)s3s.requests, (unsigned long long)s3s.gets,
-		     (unsigned long long)s3s.heads, (unsigned long long)s3s.lists,
-		     (unsigned long long)s3s.retries, (unsigned long long)s3s.errors,
-		     (unsigned long long)s3s.bytes_received, (unsigned long long)cs.store_fetches,
-		     (unsigned long long)cs.store_bytes, (unsigned long long)cs.store_errors,
-		     (unsigned long long)fst.open_files, (unsigned long long)fst.unsafe_keys_skipped,
-		     (unsigned long long)cs.ram.ahead_issued, (unsigned long long)cs.ram.ahead_used,
-		     (unsigned long long)cs.ram.ahead_wasted, (unsigned long long)cs.ram.ahead_late,
-		     (unsigned long long)cs.ram.ahead_dropped, (unsigned long long)fst.ra_refused,
-		     (unsigned long long)fst.ra_files, (unsigned long long)fst.scan_files,
-		     (unsigned long long)fst.scan_bytes, (unsigned long long)fst.plan_files,
-		     (unsigned long long)fst.plan_bytes);
-	n += fmt_tier(line + n, sizeof(line) - (size_t)n, "ram", &cs.ram);
-	if (cs.has_ssd && (size_t)n < sizeof(line))
-		fmt_tier(line + n, sizeof(line) - (size_t)n, "ssd", &cs.ssd);
+	fs_counters(fs, &c);
+	tfs_counters_line(&c, line, sizeof(line));
 	log_at(level, "stats (%s): %s", when, line);
 }
 
@@ -164,7 +117,6 @@ struct stats_thread {
 	bool started;
 	atomic_bool stop;
 	struct tfs_fs *fs;
-	struct s3_client *client;
 };
 
 static void *stats_run(void *arg)
@@ -180,7 +132,7 @@ static void *stats_run(void *arg)
 			continue;
 		if (atomic_load(&st->stop))
 			return NULL;
-		log_stats(LOG_LVL_NOTICE, st->fs, st->client, "SIGUSR1");
+		log_stats(LOG_LVL_NOTICE, st->fs, "SIGUSR1");
 	}
 }
 
@@ -599,11 +551,24 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	}
 	{
+		char *text = NULL, source[4096];
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
 		struct ctl_daemon_config dc = {
-			.fs = fs, .client = client, .cfg = &cfg,
+			.fs = fs, .source = source, .mountpoint = cfg.mountpoint,
 			.credentials = cred_desc, .socket_path = sock_path,
 		};
-		ctl = ctl_daemon_new(&dc);
+
+		snprintf(source, sizeof(source), "s3://%s/%s", cfg.bucket, cfg.prefix);
+		if (source[strlen(source) - 1] == '/')
+			source[strlen(source) - 1] = '\0';
+		if (f) {
+			config_dump(&cfg, f);
+			fclose(f);
+			dc.config_text = text;
+			ctl = ctl_daemon_new(&dc);
+		}
+		free(text);
 	}
 	if (!ctl) {
 		fprintf(stderr, "tierfs: out of memory setting up the control socket\n");
@@ -616,7 +581,6 @@ static int cmd_mount(int argc, char **argv)
 	printf("tierfs: control socket %s\n", sock_path);
 	fflush(stdout);
 	stt.fs = fs;
-	stt.client = client;
 	stt.started = pthread_create(&stt.th, NULL, stats_run, &stt) == 0;
 	snprintf(fsname, sizeof(fsname), "tierfs:%s", cfg.bucket);
 	{
@@ -645,7 +609,7 @@ static int cmd_mount(int argc, char **argv)
 		}
 	}
 	stats_thread_stop(&stt);
-	log_stats(LOG_LVL_INFO, fs, client, "unmounted");
+	log_stats(LOG_LVL_INFO, fs, "unmounted");
 	status = 0;
 out:
 	stats_thread_stop(&stt);

@@ -142,7 +142,7 @@ for pair in 0:0 2:1 1:32 3:32; do
 done
 
 # the keys the helper learns from --help are config.c's, value or flag alike
-config_c=$root/src/common/config.c
+config_c=$root/src/config.c
 want=$(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *OPT_\([A-Z]*\).*/\1 \2/p' "$config_c" |
 	awk '$1 != "options" { print $1, ($2 == "BOOL" ? 0 : 1) }' | sort)
 got=$(TIERFS_BIN=$T "$helper" --list-keys | grep -v '^config ' | sort)

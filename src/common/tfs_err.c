@@ -77,3 +77,18 @@ void tfs_errinfo_set(struct tfs_errinfo *ei, const char *fmt, ...)
 	vsnprintf(ei->message, sizeof(ei->message), fmt, ap);
 	va_end(ap);
 }
+
+void tfs_err_vprintf(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+	if (err && errlen > 0)
+		vsnprintf(err, errlen, fmt, ap);
+}
+
+void tfs_err_printf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tfs_err_vprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

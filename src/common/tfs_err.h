@@ -8,6 +8,9 @@
 #ifndef TIERFS_TFS_ERR_H
 #define TIERFS_TFS_ERR_H
 
+#include <stdarg.h>
+#include <stddef.h>
+
 enum tfs_err {
 	TFS_OK = 0,
 	TFS_MISS = 1,          /* a cache tier does not have it: not an error */
@@ -56,5 +59,13 @@ void tfs_errinfo_clear(struct tfs_errinfo *ei);
  * and code fields are left as they are.  Never pass secrets. */
 void tfs_errinfo_set(struct tfs_errinfo *ei, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Format a message into the caller's buffer err (errlen bytes, truncated;
+ * nothing when err is NULL or errlen 0), as functions that report "what
+ * went wrong" for a person do.  Never pass secrets. */
+void tfs_err_printf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void tfs_err_vprintf(char *err, size_t errlen, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 #endif

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/counters.h"
 #include "common/tfs_err.h"
 #include "ctl/ctl_client.h"
 #include "ctl/ctl_path.h"
@@ -418,92 +420,36 @@ static void prom_sample(FILE *out, struct prom_family *f, const char *labels,
 	fputc('\n', out);
 }
 
-static const struct {
-	const char *key, *name, *type, *help;
-} prom_tier[] = {
-	{ "hits", "tier_hits_total", "counter", "Chunk lookups the tier answered." },
-	{ "misses", "tier_misses_total", "counter", "Chunk lookups the tier could not answer." },
-	{ "bytes_served", "tier_served_bytes_total", "counter", "Bytes read from the tier." },
-	{ "bytes_fetched", "tier_fetched_bytes_total", "counter",
-	  "Bytes fetched from below to fill the tier." },
-	{ "insertions", "tier_insertions_total", "counter", "Chunks inserted into the tier." },
-	{ "evictions", "tier_evictions_total", "counter", "Chunks evicted from the tier." },
-	{ "evictions_read", "tier_evictions_read_total", "counter",
-	  "Of the evictions, chunks read through this epoch by a plan or scan." },
-	{ "rejected", "tier_rejected_total", "counter", "Chunks the admission policy refused." },
-	{ "checksum_failures", "tier_checksum_failures_total", "counter",
-	  "Stored chunks whose checksum did not match (served as misses)." },
-	{ "io_errors", "tier_io_errors_total", "counter", "I/O errors of the tier." },
-	{ "dropped", "tier_dropped_total", "counter", "Chunks dropped instead of stored." },
-	{ "waits", "tier_waits_total", "counter", "Lookups that waited for a fill in flight." },
-	{ "overflow", "tier_overflow_total", "counter", "Fills that found the tier full." },
-	{ "fills_failed", "tier_fills_failed_total", "counter", "Fills that failed." },
-	{ "entries", "tier_entries", "gauge", "Chunks held by the tier." },
-	{ "bytes_used", "tier_used_bytes", "gauge", "Bytes held by the tier." },
-	{ "capacity", "tier_capacity_bytes", "gauge", "Capacity of the tier." },
-	{ "degraded", "tier_degraded", "gauge", "1 when the tier is disabled after errors." },
-};
+static const char *prom_type(enum tfs_counter_kind kind)
+{
+	return kind == TFS_CK_COUNT ? "counter" : "gauge";
+}
 
-static const struct {
-	const char *section, *key, *name, *type, *help, *labels;
-	double scale;
-} prom_other[] = {
-	{ "readahead", "issued", "readahead_issued_total", "counter",
-	  "Chunks fetched ahead of readers.", NULL, 1 },
-	{ "readahead", "used", "readahead_used_total", "counter",
-	  "Chunks fetched ahead that were then read.", NULL, 1 },
-	{ "readahead", "wasted", "readahead_wasted_total", "counter",
-	  "Chunks fetched ahead and evicted unread.", NULL, 1 },
-	{ "readahead", "late", "readahead_late_total", "counter",
-	  "Reads that waited for a chunk fetched ahead.", NULL, 1 },
-	{ "readahead", "dropped", "readahead_dropped_total", "counter",
-	  "Read-ahead requests dropped.", NULL, 1 },
-	{ "readahead", "refused", "readahead_refused_total", "counter",
-	  "Read-ahead requests refused for lack of memory.", NULL, 1 },
-	{ "readahead", "files", "readahead_files_total", "counter",
-	  "Files read ahead across a directory.", NULL, 1 },
-	{ "readahead", "scan_files", "readahead_scan_files_total", "counter",
-	  "Files fetched for a job consuming a directory in any order.", NULL, 1 },
-	{ "readahead", "scan_bytes", "readahead_scan_bytes_total", "counter",
-	  "Bytes fetched for a job consuming a directory in any order.", NULL, 1 },
-	{ "readahead", "plan_files", "readahead_plan_files_total", "counter",
-	  "Files fetched ahead of a loader's plan.", NULL, 1 },
-	{ "readahead", "plan_bytes", "readahead_plan_bytes_total", "counter",
-	  "Bytes fetched ahead of a loader's plan.", NULL, 1 },
-	{ "s3", "requests", "s3_requests_total", "counter", "Requests to the object store.", NULL, 1 },
-	{ "s3", "gets", "s3_gets_total", "counter", "GET requests.", NULL, 1 },
-	{ "s3", "heads", "s3_heads_total", "counter", "HEAD requests.", NULL, 1 },
-	{ "s3", "lists", "s3_lists_total", "counter", "LIST requests.", NULL, 1 },
-	{ "s3", "retries", "s3_retries_total", "counter", "Requests retried.", NULL, 1 },
-	{ "s3", "errors", "s3_errors_total", "counter", "Requests failed after retries.", NULL, 1 },
-	{ "s3", "bytes", "s3_received_bytes_total", "counter",
-	  "Bytes received from the object store.", NULL, 1 },
-	{ "latency_ms", "p50", "s3_latency_seconds", "summary", "Latency of object store requests.",
-	  "{quantile=\"0.5\"}", 0.001 },
-	{ "latency_ms", "p90", "s3_latency_seconds", "summary", NULL, "{quantile=\"0.9\"}", 0.001 },
-	{ "latency_ms", "p99", "s3_latency_seconds", "summary", NULL, "{quantile=\"0.99\"}", 0.001 },
-	{ "latency_ms", "count", "s3_latency_seconds_count", NULL, NULL, NULL, 1 },
-	{ "latency_ms", "max", "s3_latency_max_seconds", "gauge",
-	  "Longest object store request latency.", NULL, 0.001 },
-	{ "store", "fetches", "store_fetches_total", "counter", "Chunk fetches from the store.", NULL,
-	  1 },
-	{ "store", "bytes", "store_fetched_bytes_total", "counter", "Bytes fetched from the store.",
-	  NULL, 1 },
-	{ "store", "errors", "store_errors_total", "counter", "Chunk fetches that failed.", NULL, 1 },
-	{ "fs", "open_files", "open_files", "gauge", "Files open on the mount.", NULL, 1 },
-	{ "fs", "unsafe_keys", "unsafe_keys_total", "counter",
-	  "Object keys left out of the tree as unrepresentable.", NULL, 1 },
-	{ "pins", "files", "pinned_files", "gauge", "Files pinned.", NULL, 1 },
-	{ "pins", "ram_bytes", "pinned_bytes", "gauge", "Bytes of pinned files, per tier.",
-	  "{tier=\"ram\"}", 1 },
-	{ "pins", "ssd_bytes", "pinned_bytes", "gauge", NULL, "{tier=\"ssd\"}", 1 },
-};
+/* The store's latency (milliseconds in the JSON): a summary in seconds,
+ * and its largest value. */
+static void prom_latency(FILE *out, struct json_object *lat)
+{
+	static const struct {
+		const char *key, *labels;
+	} q[] = { { "p50", "{quantile=\"0.5\"}" }, { "p90", "{quantile=\"0.9\"}" },
+		  { "p99", "{quantile=\"0.99\"}" } };
+	bool printed = false;
+	struct prom_family f = { "s3_latency_seconds", "summary",
+				 "Latency of object store requests.", &printed };
+
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+		prom_sample(out, &f, q[i].labels, jget(lat, q[i].key), 0.001);
+	f.name = "s3_latency_seconds_count";   /* part of the summary: no HELP/TYPE */
+	prom_sample(out, &f, NULL, jget(lat, "count"), 1);
+	printed = false;
+	f = (struct prom_family){ "s3_latency_max_seconds", "gauge",
+				  "Longest object store request latency.", &printed };
+	prom_sample(out, &f, NULL, jget(lat, "max"), 0.001);
+}
 
 int cli_stats_prometheus(FILE *out, struct json_object *reply)
 {
-	static const char *const tiers[] = { "ram", "ssd" };
 	struct json_object *c = jget(reply, "counters");
-	const char *fam_help = "", *fam_type = "untyped";
 	bool printed = false;
 
 	if (!c || !json_object_is_type(c, json_type_object))
@@ -513,36 +459,29 @@ int cli_stats_prometheus(FILE *out, struct json_object *reply)
 					 &printed };
 		prom_sample(out, &f, NULL, jget(reply, "uptime_s"), 1);
 	}
-	for (size_t m = 0; m < sizeof(prom_tier) / sizeof(prom_tier[0]); m++) {
-		struct prom_family f = { prom_tier[m].name, prom_tier[m].type, prom_tier[m].help,
-					 &printed };
+	/* a family per tier counter, a sample per tier */
+	for (size_t m = 0; m < TFS_TIER_COUNTER_N; m++) {
+		const struct tfs_counter_info *in = &tfs_tier_counter_info[m];
+		struct prom_family f = { in->prom, prom_type(in->kind), in->help, &printed };
 
 		printed = false;
-		for (size_t t = 0; t < 2; t++) {
+		for (size_t t = 0; t < TFS_TIER_N; t++) {
 			char labels[32];
 
-			snprintf(labels, sizeof(labels), "{tier=\"%s\"}", tiers[t]);
-			prom_sample(out, &f, labels, jget(jget(c, tiers[t]), prom_tier[m].key), 1);
+			snprintf(labels, sizeof(labels), "{tier=\"%s\"}", tfs_tier_names[t]);
+			prom_sample(out, &f, labels, jget(jget(c, tfs_tier_names[t]), in->name), 1);
 		}
 	}
-	for (size_t m = 0; m < sizeof(prom_other) / sizeof(prom_other[0]); m++) {
-		struct json_object *sec = strcmp(prom_other[m].section, "latency_ms") == 0
-					  ? jget(jget(c, "s3"), "latency_ms")
-					  : jget(c, prom_other[m].section);
-		struct prom_family f = { prom_other[m].name, fam_type, fam_help, &printed };
+	/* the others: entries of one family follow each other */
+	for (size_t m = 0; m < TFS_COUNTER_N; m++) {
+		const struct tfs_counter_info *in = &tfs_counter_info[m];
+		struct prom_family f = { in->prom, prom_type(in->kind), in->help, &printed };
 
-		/* one HELP/TYPE per family: entries continuing a family have no
-		 * help of their own; a summary's _count has no type either */
-		if (prom_other[m].help) {
-			f.help = fam_help = prom_other[m].help;
-			f.type = fam_type = prom_other[m].type;
+		if (m == 0 || strcmp(tfs_counter_info[m - 1].prom, in->prom) != 0)
 			printed = false;
-		} else if (!prom_other[m].type) {
-			printed = true;
-		}
-		prom_sample(out, &f, prom_other[m].labels, jget(sec, prom_other[m].key),
-			    prom_other[m].scale);
+		prom_sample(out, &f, in->prom_labels, jget(jget(c, in->section), in->name), 1);
 	}
+	prom_latency(out, jget(jget(c, "s3"), "latency_ms"));
 	return 0;
 }
 
@@ -637,52 +576,37 @@ static void cell_fmt(char *buf, size_t cap, enum cell_kind kind, struct json_obj
 	}
 }
 
+/* The format of a counter's cell: its unit's. */
+static enum cell_kind cell_of(enum tfs_counter_unit u)
+{
+	return u == TFS_CU_BYTES ? CELL_BYTES : u == TFS_CU_BOOL ? CELL_BOOL : CELL_COUNT;
+}
+
+/* One counter's row: the since-mount column and, for a count while an
+ * epoch runs, the epoch's (a state is the same in both: shown once). */
+static void tbl_counter_row(struct tbl *t, int col0, int nper, struct json_object *const *cols,
+			    const char *section, const struct tfs_counter_info *in)
+{
+	int r = tbl_row(t, in->label);
+
+	for (int p = 0; p < (in->kind == TFS_CK_STATE ? 1 : nper); p++)
+		cell_fmt(t->cell[r][col0 + p], TBL_CELL, cell_of(in->unit), jget(cols[p], section),
+			 in->name);
+}
+
 void cli_stats_human(FILE *out, struct json_object *reply, const char *mount)
 {
-	/* current: a value of now, the same in the epoch object, so shown
-	 * once, in the since-mount column */
+	/* latency percentiles: states of now, shown in the since-mount column */
 	static const struct {
 		const char *label, *key;
-		enum cell_kind kind;
-		bool current;
-	} tier_rows[] = {
-		{ "hits", "hits", CELL_COUNT, false },
-		{ "misses", "misses", CELL_COUNT, false },
-		{ "hit ratio", NULL, CELL_RATIO, false },
-		{ "bytes served", "bytes_served", CELL_BYTES, false },
-		{ "bytes fetched", "bytes_fetched", CELL_BYTES, false },
-		{ "used", "bytes_used", CELL_BYTES, true },
-		{ "capacity", "capacity", CELL_BYTES, true },
-		{ "evictions", "evictions", CELL_COUNT, false },
-		{ "rejected", "rejected", CELL_COUNT, false },
-		{ "checksum failures", "checksum_failures", CELL_COUNT, false },
-		{ "degraded", "degraded", CELL_BOOL, true },
+	} latency_rows[] = {
+		{ "s3 latency p50", "p50" }, { "s3 latency p90", "p90" }, { "s3 latency p99", "p99" },
 	};
-	static const struct {
-		const char *label, *section, *key;
-		enum cell_kind kind;
-		bool current;
-	} other_rows[] = {
-		{ "read-ahead issued", "readahead", "issued", CELL_COUNT, false },
-		{ "read-ahead used", "readahead", "used", CELL_COUNT, false },
-		{ "read-ahead wasted", "readahead", "wasted", CELL_COUNT, false },
-		{ "read-ahead late", "readahead", "late", CELL_COUNT, false },
-		{ "scan files fetched", "readahead", "scan_files", CELL_COUNT, false },
-		{ "plan files fetched", "readahead", "plan_files", CELL_COUNT, false },
-		{ "s3 requests", "s3", "requests", CELL_COUNT, false },
-		{ "s3 errors", "s3", "errors", CELL_COUNT, false },
-		{ "s3 retries", "s3", "retries", CELL_COUNT, false },
-		{ "s3 bytes", "s3", "bytes", CELL_BYTES, false },
-		{ "s3 latency p50", "latency_ms", "p50", CELL_MS, true },
-		{ "s3 latency p90", "latency_ms", "p90", CELL_MS, true },
-		{ "s3 latency p99", "latency_ms", "p99", CELL_MS, true },
-	};
-	static const char *const tier_names[] = { "ram", "ssd" };
 	struct json_object *since = jget(reply, "counters");
 	struct json_object *ep = jget(reply, "epoch");
 	struct json_object *epc = jget(ep, "counters");
 	struct json_object *cols[2];
-	const char *tiers[2];
+	const char *tiers[TFS_TIER_N];
 	int ntiers = 0, nper = epc ? 2 : 1, r;
 	struct tbl *t;
 	char up[32], age[32], epname[32];
@@ -698,9 +622,9 @@ void cli_stats_human(FILE *out, struct json_object *reply, const char *mount)
 	snprintf(epname, sizeof(epname), "epoch %llu", (unsigned long long)ju64(ep, "number"));
 	cols[0] = since;
 	cols[1] = epc;
-	for (int i = 0; i < 2; i++)
-		if (jget(since, tier_names[i]))
-			tiers[ntiers++] = tier_names[i];
+	for (int i = 0; i < TFS_TIER_N; i++)
+		if (jget(since, tfs_tier_names[i]))
+			tiers[ntiers++] = tfs_tier_names[i];
 
 	t = calloc(1, sizeof(*t));
 	if (!t) {
@@ -719,13 +643,23 @@ void cli_stats_human(FILE *out, struct json_object *reply, const char *mount)
 				snprintf(t->cell[r][2 + i * nper], TBL_CELL, "%s", epname);
 			}
 		}
-		for (size_t k = 0; k < sizeof(tier_rows) / sizeof(tier_rows[0]); k++) {
-			r = tbl_row(t, tier_rows[k].label);
+		for (size_t k = 0; k < TFS_TIER_COUNTER_N; k++) {
+			const struct tfs_counter_info *in = &tfs_tier_counter_info[k];
+
+			if (!in->label)
+				continue;
+			r = tbl_row(t, in->label);
 			for (int i = 0; i < ntiers; i++)
-				for (int p = 0; p < (tier_rows[k].current ? 1 : nper); p++)
+				for (int p = 0; p < (in->kind == TFS_CK_STATE ? 1 : nper); p++)
 					cell_fmt(t->cell[r][1 + i * nper + p], TBL_CELL,
-						 tier_rows[k].kind, jget(cols[p], tiers[i]),
-						 tier_rows[k].key);
+						 cell_of(in->unit), jget(cols[p], tiers[i]), in->name);
+			if (k == TFS_TC_misses) {   /* derived from the two above */
+				r = tbl_row(t, "hit ratio");
+				for (int i = 0; i < ntiers; i++)
+					for (int p = 0; p < nper; p++)
+						cell_fmt(t->cell[r][1 + i * nper + p], TBL_CELL,
+							 CELL_RATIO, jget(cols[p], tiers[i]), NULL);
+			}
 		}
 		tbl_print(out, t, 18);
 		fputc('\n', out);
@@ -737,16 +671,14 @@ void cli_stats_human(FILE *out, struct json_object *reply, const char *mount)
 	snprintf(t->cell[r][1], TBL_CELL, "since mount");
 	if (epc)
 		snprintf(t->cell[r][2], TBL_CELL, "%s", epname);
-	for (size_t k = 0; k < sizeof(other_rows) / sizeof(other_rows[0]); k++) {
-		r = tbl_row(t, other_rows[k].label);
-		for (int p = 0; p < (other_rows[k].current ? 1 : nper); p++) {
-			struct json_object *sec = strcmp(other_rows[k].section, "latency_ms") == 0
-						  ? jget(jget(cols[p], "s3"), "latency_ms")
-						  : jget(cols[p], other_rows[k].section);
-
-			cell_fmt(t->cell[r][1 + p], TBL_CELL, other_rows[k].kind, sec,
-				 other_rows[k].key);
-		}
+	for (size_t k = 0; k < TFS_COUNTER_N; k++)
+		if (tfs_counter_info[k].label)
+			tbl_counter_row(t, 1, nper, cols, tfs_counter_info[k].section,
+					&tfs_counter_info[k]);
+	for (size_t k = 0; k < sizeof(latency_rows) / sizeof(latency_rows[0]); k++) {
+		r = tbl_row(t, latency_rows[k].label);
+		cell_fmt(t->cell[r][1], TBL_CELL, CELL_MS, jget(jget(since, "s3"), "latency_ms"),
+			 latency_rows[k].key);
 	}
 	tbl_print(out, t, 18);
 	free(t);
@@ -1465,14 +1397,6 @@ static void *warm_worker_run(void *arg)
 	return NULL;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void warm_progress(struct warm_run *r, uint64_t total, double elapsed)
 {
 	char line[256];
@@ -1579,7 +1503,7 @@ static int warm_files(const struct cli_mount *m, const struct cli_file *files, s
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	start = now_s();
+	start = clock_mono_s();
 	for (unsigned k = 0; k < nconn; k++) {
 		wk[k].run = &r;
 		wk[k].started = pthread_create(&wk[k].th, NULL, warm_worker_run, &wk[k]) == 0;
@@ -1600,7 +1524,7 @@ static int warm_files(const struct cli_mount *m, const struct cli_file *files, s
 				ctl_client_shutdown(wk[k].conn);
 			break;
 		}
-		el = now_s() - start;
+		el = clock_mono_s() - start;
 		if (r.tty || el - last >= 2.0) {
 			warm_progress(&r, total, el);
 			last = el;
@@ -1618,7 +1542,7 @@ static int warm_files(const struct cli_mount *m, const struct cli_file *files, s
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 
-	el = now_s() - start;
+	el = clock_mono_s() - start;
 	if (r.line_shown)
 		fputs("\r\033[K", stderr);
 	done = atomic_load(&r.files_done);

@@ -30,18 +30,6 @@ struct ctl_client {
 	char path[CTL_PATH_SUN_MAX];
 };
 
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int ctl_client_connect(const char *sock_path, struct ctl_client **out, char *err,
 		       size_t errlen)
 {
@@ -52,7 +40,7 @@ int ctl_client_connect(const char *sock_path, struct ctl_client **out, char *err
 
 	*out = NULL;
 	if (n >= sizeof(sa.sun_path)) {
-		set_err(err, errlen, "connect %s: path longer than a Unix socket allows (%zu bytes)",
+		tfs_err_printf(err, errlen, "connect %s: path longer than a Unix socket allows (%zu bytes)",
 			sock_path, sizeof(sa.sun_path) - 1);
 		rc = TFS_E_NAMETOOLONG;
 		goto fail;
@@ -60,21 +48,21 @@ int ctl_client_connect(const char *sock_path, struct ctl_client **out, char *err
 	memcpy(sa.sun_path, sock_path, n + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		set_err(err, errlen, "socket: %s", strerror(errno));
+		tfs_err_printf(err, errlen, "socket: %s", strerror(errno));
 		rc = TFS_E_IO;
 		goto fail;
 	}
 	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		if (errno == EINTR)
 			continue;
-		set_err(err, errlen, "connect %s: %s", sock_path, strerror(errno));
+		tfs_err_printf(err, errlen, "connect %s: %s", sock_path, strerror(errno));
 		rc = errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR ? TFS_E_NOENT
 		     : errno == EACCES || errno == EPERM ? TFS_E_ACCESS : TFS_E_CONNECT;
 		goto close_fd;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		set_err(err, errlen, "out of memory");
+		tfs_err_printf(err, errlen, "out of memory");
 		rc = TFS_E_NOMEM;
 		goto close_fd;
 	}
@@ -121,7 +109,7 @@ static ssize_t read_line(struct ctl_client *c, int *rc, char *err, size_t errlen
 			return nl - c->buf;
 		scanned = c->len;
 		if (c->len > CTL_CLIENT_REPLY_MAX) {
-			set_err(err, errlen, "reply from %s longer than %u MiB", c->path,
+			tfs_err_printf(err, errlen, "reply from %s longer than %u MiB", c->path,
 				CTL_CLIENT_REPLY_MAX >> 20);
 			*rc = TFS_E_TOOBIG;
 			return -1;
@@ -134,7 +122,7 @@ static ssize_t read_line(struct ctl_client *c, int *rc, char *err, size_t errlen
 				ncap *= 2;
 			nb = realloc(c->buf, ncap);
 			if (!nb) {
-				set_err(err, errlen, "out of memory reading a reply");
+				tfs_err_printf(err, errlen, "out of memory reading a reply");
 				*rc = TFS_E_NOMEM;
 				return -1;
 			}
@@ -146,10 +134,10 @@ static ssize_t read_line(struct ctl_client *c, int *rc, char *err, size_t errlen
 			continue;
 		if (n <= 0) {
 			if (n == 0)
-				set_err(err, errlen, "%s closed the connection%s", c->path,
+				tfs_err_printf(err, errlen, "%s closed the connection%s", c->path,
 					c->len ? " in the middle of a reply" : "");
 			else
-				set_err(err, errlen, "read %s: %s", c->path, strerror(errno));
+				tfs_err_printf(err, errlen, "read %s: %s", c->path, strerror(errno));
 			*rc = TFS_E_IO;
 			return -1;
 		}
@@ -172,24 +160,24 @@ int ctl_client_call(struct ctl_client *c, struct json_object *req, struct json_o
 	line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
 					      JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!line) {
-		set_err(err, errlen, "out of memory serializing a request");
+		tfs_err_printf(err, errlen, "out of memory serializing a request");
 		return TFS_E_NOMEM;
 	}
 	len = strlen(line);
 	if (len + 1 > CTL_CLIENT_REQUEST_MAX) {
-		set_err(err, errlen, "request of %zu bytes is longer than the %u MiB allowed",
+		tfs_err_printf(err, errlen, "request of %zu bytes is longer than the %u MiB allowed",
 			len + 1, CTL_CLIENT_REQUEST_MAX >> 20);
 		return TFS_E_TOOBIG;
 	}
 	out = malloc(len + 1);
 	if (!out) {
-		set_err(err, errlen, "out of memory");
+		tfs_err_printf(err, errlen, "out of memory");
 		return TFS_E_NOMEM;
 	}
 	memcpy(out, line, len);
 	out[len] = '\n';
 	if (send_all(c->fd, out, len + 1) != 0) {
-		set_err(err, errlen, "write %s: %s", c->path, strerror(errno));
+		tfs_err_printf(err, errlen, "write %s: %s", c->path, strerror(errno));
 		rc = TFS_E_IO;
 		goto free_out;
 	}
@@ -199,7 +187,7 @@ int ctl_client_call(struct ctl_client *c, struct json_object *req, struct json_o
 
 	tok = json_tokener_new();
 	if (!tok) {
-		set_err(err, errlen, "out of memory");
+		tfs_err_printf(err, errlen, "out of memory");
 		rc = TFS_E_NOMEM;
 		goto consume;
 	}
@@ -218,7 +206,7 @@ int ctl_client_call(struct ctl_client *c, struct json_object *req, struct json_o
 	    !json_object_is_type(obj, json_type_object) ||
 	    !json_object_object_get_ex(obj, "ok", &ok) ||
 	    !json_object_is_type(ok, json_type_boolean)) {
-		set_err(err, errlen, "unexpected reply from %s: %.*s", c->path,
+		tfs_err_printf(err, errlen, "unexpected reply from %s: %.*s", c->path,
 			end > 200 ? 200 : (int)end, c->buf);
 		json_object_put(obj);
 		obj = NULL;

@@ -17,44 +17,32 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/config.h"
+#include "common/clock.h"
+#include "common/counters.h"
 #include "common/tfs_err.h"
 #include "fs/fs.h"
-#include "fs/plan.h"
-#include "s3/s3_client.h"
-#include "tiers/access_trace.h"
-#include "tiers/chunk_cache.h"
 
 #define EVICT_ERRORS_MAX 100      /* per-path errors listed in one evict reply */
 
-/* Every counter at one moment. */
-struct counters {
-	struct chunk_cache_stats cc;
-	struct objstore_stats s3;
-	struct fs_stats fs;
-};
-
 struct ctl_daemon {
 	struct tfs_fs *fs;
-	struct s3_client *client;
-	const struct tierfs_config *cfg;
-	char *credentials, *socket_path;
+	char *source, *mountpoint, *config_text, *credentials, *socket_path;
 	double started;
-	pthread_mutex_t lock;         /* epoch and trace */
+	pthread_mutex_t lock;         /* the epoch and the plan being sent */
 	unsigned epoch;               /* 0: none taken yet */
 	double epoch_at;
-	struct counters epoch_base;
-	struct access_trace *trace;   /* the trace being recorded (also in the cache) */
-	struct ra_plan *pending;      /* a plan being sent in parts (with lock) */
+	struct tfs_counters epoch_base;
+	struct ra_plan *pending;      /* a plan being sent in parts */
 	uint64_t pending_id, plan_ids;
 };
 
-static double now_s(void)
+static void daemon_strings_free(struct ctl_daemon *d)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	free(d->source);
+	free(d->mountpoint);
+	free(d->config_text);
+	free(d->credentials);
+	free(d->socket_path);
 }
 
 struct ctl_daemon *ctl_daemon_new(const struct ctl_daemon_config *c)
@@ -64,17 +52,18 @@ struct ctl_daemon *ctl_daemon_new(const struct ctl_daemon_config *c)
 	if (!d)
 		return NULL;
 	d->fs = c->fs;
-	d->client = c->client;
-	d->cfg = c->cfg;
+	d->source = strdup(c->source ? c->source : "");
+	d->mountpoint = strdup(c->mountpoint ? c->mountpoint : "");
+	d->config_text = strdup(c->config_text ? c->config_text : "");
 	d->credentials = strdup(c->credentials ? c->credentials : "none (anonymous)");
 	d->socket_path = strdup(c->socket_path ? c->socket_path : "");
-	if (!d->credentials || !d->socket_path) {
-		free(d->credentials);
-		free(d->socket_path);
+	if (!d->source || !d->mountpoint || !d->config_text || !d->credentials ||
+	    !d->socket_path) {
+		daemon_strings_free(d);
 		free(d);
 		return NULL;
 	}
-	d->started = now_s();
+	d->started = clock_mono_s();
 	pthread_mutex_init(&d->lock, NULL);
 	return d;
 }
@@ -83,14 +72,9 @@ void ctl_daemon_free(struct ctl_daemon *d)
 {
 	if (!d)
 		return;
-	if (d->trace) {
-		chunk_cache_trace_swap(fs_chunk_cache(d->fs), NULL);
-		(void)access_trace_stop(d->trace);
-	}
-	ra_plan_free(d->pending);
+	fs_plan_free(d->pending);
 	pthread_mutex_destroy(&d->lock);
-	free(d->credentials);
-	free(d->socket_path);
+	daemon_strings_free(d);
 	free(d);
 }
 
@@ -109,45 +93,6 @@ static void add_str(struct json_object *o, const char *name, const char *v)
 static struct json_object *error_of(int rc)
 {
 	return ctl_reply_error("%s", tfs_strerror(rc));
-}
-
-static void counters_take(struct ctl_daemon *d, struct counters *c)
-{
-	chunk_cache_stats(fs_chunk_cache(d->fs), &c->cc);
-	s3_client_stats(d->client, &c->s3);
-	fs_stats(d->fs, &c->fs);
-}
-
-/* A counter since base (base NULL: since mount).  Counters only grow; a
- * smaller value means nothing happened (never a huge unsigned wrap). */
-#define SINCE(now, base, field) \
-	((base) && (now)->field >= (base)->field ? (now)->field - (base)->field : \
-	 (base) ? 0 : (now)->field)
-
-static struct json_object *tier_json(const struct tier_stats *t, const struct tier_stats *b)
-{
-	struct json_object *o = json_object_new_object();
-
-	add_u64(o, "hits", SINCE(t, b, hits));
-	add_u64(o, "misses", SINCE(t, b, misses));
-	add_u64(o, "bytes_served", SINCE(t, b, bytes_served));
-	add_u64(o, "bytes_fetched", SINCE(t, b, bytes_fetched));
-	add_u64(o, "insertions", SINCE(t, b, insertions));
-	add_u64(o, "evictions", SINCE(t, b, evictions));
-	add_u64(o, "evictions_read", SINCE(t, b, evictions_read));
-	add_u64(o, "checksum_failures", SINCE(t, b, checksum_failures));
-	add_u64(o, "io_errors", SINCE(t, b, io_errors));
-	add_u64(o, "dropped", SINCE(t, b, dropped));
-	add_u64(o, "rejected", SINCE(t, b, rejected));
-	add_u64(o, "waits", SINCE(t, b, waits));
-	add_u64(o, "overflow", SINCE(t, b, overflow));
-	add_u64(o, "fills_failed", SINCE(t, b, fills_failed));
-	/* occupancy is a state, not a count: always now */
-	add_u64(o, "entries", t->entries);
-	add_u64(o, "bytes_used", t->bytes_used);
-	add_u64(o, "capacity", t->capacity);
-	json_object_object_add(o, "degraded", json_object_new_boolean(t->degraded));
-	return o;
 }
 
 /* Request latency percentiles in milliseconds (bucket upper bounds,
@@ -175,51 +120,51 @@ static struct json_object *latency_json(const struct latency_hist_snap *now,
 	return o;
 }
 
-static struct json_object *counters_json(const struct counters *c, const struct counters *b)
+/* One counter's value, as its unit says. */
+static void add_counter(struct json_object *o, const char *name, enum tfs_counter_unit unit,
+			uint64_t v)
 {
-	struct json_object *o = json_object_new_object(), *x;
-	const struct tier_stats *rb = b ? &b->cc.ram : NULL;
+	if (unit == TFS_CU_BOOL)
+		json_object_object_add(o, name, json_object_new_boolean(v != 0));
+	else
+		add_u64(o, name, v);
+}
 
-	json_object_object_add(o, "ram", tier_json(&c->cc.ram, b ? &b->cc.ram : NULL));
-	if (c->cc.has_ssd)
-		json_object_object_add(o, "ssd", tier_json(&c->cc.ssd, b ? &b->cc.ssd : NULL));
-	x = json_object_new_object();
-	add_u64(x, "issued", SINCE(&c->cc.ram, rb, ahead_issued));
-	add_u64(x, "used", SINCE(&c->cc.ram, rb, ahead_used));
-	add_u64(x, "wasted", SINCE(&c->cc.ram, rb, ahead_wasted));
-	add_u64(x, "late", SINCE(&c->cc.ram, rb, ahead_late));
-	add_u64(x, "dropped", SINCE(&c->cc.ram, rb, ahead_dropped));
-	add_u64(x, "refused", SINCE(&c->fs, b ? &b->fs : NULL, ra_refused));
-	add_u64(x, "files", SINCE(&c->fs, b ? &b->fs : NULL, ra_files));
-	add_u64(x, "scan_files", SINCE(&c->fs, b ? &b->fs : NULL, scan_files));
-	add_u64(x, "scan_bytes", SINCE(&c->fs, b ? &b->fs : NULL, scan_bytes));
-	add_u64(x, "plan_files", SINCE(&c->fs, b ? &b->fs : NULL, plan_files));
-	add_u64(x, "plan_bytes", SINCE(&c->fs, b ? &b->fs : NULL, plan_bytes));
-	json_object_object_add(o, "readahead", x);
-	x = json_object_new_object();
-	add_u64(x, "requests", SINCE(&c->s3, b ? &b->s3 : NULL, requests));
-	add_u64(x, "gets", SINCE(&c->s3, b ? &b->s3 : NULL, gets));
-	add_u64(x, "heads", SINCE(&c->s3, b ? &b->s3 : NULL, heads));
-	add_u64(x, "lists", SINCE(&c->s3, b ? &b->s3 : NULL, lists));
-	add_u64(x, "retries", SINCE(&c->s3, b ? &b->s3 : NULL, retries));
-	add_u64(x, "errors", SINCE(&c->s3, b ? &b->s3 : NULL, errors));
-	add_u64(x, "bytes", SINCE(&c->s3, b ? &b->s3 : NULL, bytes_received));
-	json_object_object_add(x, "latency_ms", latency_json(&c->s3.latency, b ? &b->s3.latency : NULL));
-	json_object_object_add(o, "s3", x);
-	x = json_object_new_object();
-	add_u64(x, "fetches", SINCE(&c->cc, b ? &b->cc : NULL, store_fetches));
-	add_u64(x, "bytes", SINCE(&c->cc, b ? &b->cc : NULL, store_bytes));
-	add_u64(x, "errors", SINCE(&c->cc, b ? &b->cc : NULL, store_errors));
-	json_object_object_add(o, "store", x);
-	x = json_object_new_object();
-	add_u64(x, "open_files", c->fs.open_files);
-	add_u64(x, "unsafe_keys", c->fs.unsafe_keys_skipped);
-	json_object_object_add(o, "fs", x);
-	x = json_object_new_object();
-	add_u64(x, "files", c->cc.pinned_files);
-	add_u64(x, "ram_bytes", c->cc.pinned_ram);
-	add_u64(x, "ssd_bytes", c->cc.pinned_ssd);
-	json_object_object_add(o, "pins", x);
+/* The section object named name in o, made if missing. */
+static struct json_object *section_of(struct json_object *o, const char *name)
+{
+	struct json_object *s;
+
+	if (json_object_object_get_ex(o, name, &s))
+		return s;
+	s = json_object_new_object();
+	json_object_object_add(o, name, s);
+	return s;
+}
+
+/* Every counter (common/counters.h), since b when given: "ram" and "ssd"
+ * (when there is one), then each section; the store's latency in "s3". */
+static struct json_object *counters_json(const struct tfs_counters *c,
+					 const struct tfs_counters *b)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int t = 0; t < TFS_TIER_N; t++) {
+		struct json_object *to;
+
+		if (t == TFS_TIER_SSD && !c->has_ssd)
+			continue;
+		to = section_of(o, tfs_tier_names[t]);
+		for (int i = 0; i < TFS_TIER_COUNTER_N; i++)
+			add_counter(to, tfs_tier_counter_info[i].name, tfs_tier_counter_info[i].unit,
+				    tfs_tier_counter_since(c, b, t, (enum tfs_tier_counter)i));
+	}
+	for (int i = 0; i < TFS_COUNTER_N; i++)
+		add_counter(section_of(o, tfs_counter_info[i].section), tfs_counter_info[i].name,
+			    tfs_counter_info[i].unit,
+			    tfs_counter_since(c, b, (enum tfs_counter)i));
+	json_object_object_add(section_of(o, "s3"), "latency_ms",
+			       latency_json(&c->latency, b ? &b->latency : NULL));
 	return o;
 }
 
@@ -228,22 +173,18 @@ static struct json_object *counters_json(const struct counters *c, const struct 
 static struct json_object *do_ping(struct ctl_daemon *d)
 {
 	struct json_object *r = ctl_reply_ok();
-	char src[4096];
 
-	snprintf(src, sizeof(src), "s3://%s/%s", d->cfg->bucket, d->cfg->prefix);
-	if (src[strlen(src) - 1] == '/')
-		src[strlen(src) - 1] = '\0';
 	add_str(r, "version", TIERFS_VERSION);
 	json_object_object_add(r, "pid", json_object_new_int64(getpid()));
-	add_str(r, "mountpoint", d->cfg->mountpoint ? d->cfg->mountpoint : "");
-	add_str(r, "source", src);
+	add_str(r, "mountpoint", d->mountpoint);
+	add_str(r, "source", d->source);
 	return r;
 }
 
 /* The plan's position, when there is one: "plan" in a stats reply. */
 static void plan_json(struct ctl_daemon *d, struct json_object *r)
 {
-	struct ra_plan_info in;
+	struct fs_plan_info in;
 	struct json_object *p;
 	bool done;
 
@@ -251,9 +192,9 @@ static void plan_json(struct ctl_daemon *d, struct json_object *r)
 		return;
 	p = json_object_new_object();
 	add_u64(p, "entries", in.entries);
-	add_u64(p, "position", in.low);
+	add_u64(p, "position", in.position);
 	add_u64(p, "next", in.next);
-	add_u64(p, "opened", in.consumed);
+	add_u64(p, "opened", in.opened);
 	add_u64(p, "skips", in.skips);
 	add_u64(p, "ahead_bytes", in.ahead_bytes);
 	json_object_object_add(p, "done", json_object_new_boolean(done));
@@ -263,24 +204,24 @@ static void plan_json(struct ctl_daemon *d, struct json_object *r)
 static struct json_object *do_stats(struct ctl_daemon *d)
 {
 	struct json_object *r = ctl_reply_ok();
-	struct counters now, base;
+	struct tfs_counters now, base;
 	unsigned epoch;
 	double at;
 
-	counters_take(d, &now);
+	fs_counters(d->fs, &now);
 	pthread_mutex_lock(&d->lock);
 	epoch = d->epoch;
 	at = d->epoch_at;
 	base = d->epoch_base;
 	pthread_mutex_unlock(&d->lock);
-	json_object_object_add(r, "uptime_s", json_object_new_double(now_s() - d->started));
+	json_object_object_add(r, "uptime_s", json_object_new_double(clock_mono_s() - d->started));
 	json_object_object_add(r, "counters", counters_json(&now, NULL));
 	plan_json(d, r);
 	if (epoch) {
 		struct json_object *e = json_object_new_object();
 
 		add_u64(e, "number", epoch);
-		json_object_object_add(e, "age_s", json_object_new_double(now_s() - at));
+		json_object_object_add(e, "age_s", json_object_new_double(clock_mono_s() - at));
 		json_object_object_add(e, "counters", counters_json(&now, &base));
 		json_object_object_add(r, "epoch", e);
 	}
@@ -290,13 +231,13 @@ static struct json_object *do_stats(struct ctl_daemon *d)
 static struct json_object *do_epoch(struct ctl_daemon *d)
 {
 	struct json_object *r = ctl_reply_ok();
-	struct counters now;
+	struct tfs_counters now;
 	unsigned n;
 
-	counters_take(d, &now);
+	fs_counters(d->fs, &now);
 	pthread_mutex_lock(&d->lock);
 	d->epoch_base = now;
-	d->epoch_at = now_s();
+	d->epoch_at = clock_mono_s();
 	n = ++d->epoch;
 	pthread_mutex_unlock(&d->lock);
 	add_u64(r, "epoch", n);
@@ -306,22 +247,11 @@ static struct json_object *do_epoch(struct ctl_daemon *d)
 /* The tier a request means: its own, else SSD when there is one. */
 static enum pin_tier tier_of(struct ctl_daemon *d, enum ctl_tier t)
 {
-	struct chunk_cache_stats cs;
-
 	if (t == CTL_TIER_RAM)
 		return PIN_RAM;
 	if (t == CTL_TIER_SSD)
 		return PIN_SSD;
-	chunk_cache_stats(fs_chunk_cache(d->fs), &cs);
-	return cs.has_ssd ? PIN_SSD : PIN_RAM;
-}
-
-static bool has_ssd(struct ctl_daemon *d)
-{
-	struct chunk_cache_stats cs;
-
-	chunk_cache_stats(fs_chunk_cache(d->fs), &cs);
-	return cs.has_ssd;
+	return fs_has_ssd(d->fs) ? PIN_SSD : PIN_RAM;
 }
 
 /* The peer on fd hung up (a cancelled warm-up). */
@@ -340,7 +270,7 @@ static struct json_object *do_warm(struct ctl_daemon *d, const struct ctl_reques
 	enum pin_tier tier = tier_of(d, q->tier);
 	int rc;
 
-	if (tier == PIN_SSD && !has_ssd(d))
+	if (tier == PIN_SSD && !fs_has_ssd(d->fs))
 		return ctl_reply_error("warm: this mount has no SSD tier (--cache-dir)");
 	rc = fs_path_object(d->fs, q->path, &o);
 	if (rc != TFS_OK)
@@ -371,21 +301,18 @@ static const char *tier_name(enum pin_tier t)
 
 static struct json_object *do_pin(struct ctl_daemon *d, const struct ctl_request *q)
 {
-	struct chunk_cache *cc = fs_chunk_cache(d->fs);
 	enum pin_tier tier = tier_of(d, q->tier);
 	struct fs_object *objs = calloc(q->n_paths, sizeof(*objs));
-	const char **keys = calloc(q->n_paths, sizeof(*keys));
-	uint64_t *sizes = calloc(q->n_paths, sizeof(*sizes));
 	struct json_object *r = NULL;
 	uint64_t total = 0, would_be, limit;
 	size_t i;
 	int rc;
 
-	if (!objs || !keys || !sizes) {
+	if (!objs) {
 		r = ctl_reply_error("out of memory");
 		goto out;
 	}
-	if (tier == PIN_SSD && !has_ssd(d)) {
+	if (tier == PIN_SSD && !fs_has_ssd(d->fs)) {
 		r = ctl_reply_error("pin: this mount has no SSD tier (--cache-dir)");
 		goto out;
 	}
@@ -396,12 +323,9 @@ static struct json_object *do_pin(struct ctl_daemon *d, const struct ctl_request
 					    tfs_strerror(rc));
 			goto out;
 		}
-		keys[i] = objs[i].key;
-		sizes[i] = objs[i].size;
 		total += objs[i].size;
 	}
-	limit = chunk_cache_pin_limit(cc, tier);
-	rc = chunk_cache_pin(cc, keys, sizes, q->n_paths, tier, &would_be);
+	rc = fs_pin(d->fs, objs, q->n_paths, tier, &would_be, &limit);
 	if (rc == TFS_E_NOSPC) {
 		r = ctl_reply_error("pin: %llu bytes would be pinned in the %s tier, more than the "
 				    "%llu it can hold pinned (%s); nothing pinned",
@@ -425,32 +349,20 @@ out:
 	for (i = 0; objs && i < q->n_paths; i++)
 		fs_object_release(&objs[i]);
 	free(objs);
-	free(keys);
-	free(sizes);
 	return r;
 }
 
 static struct json_object *do_unpin(struct ctl_daemon *d, const struct ctl_request *q)
 {
-	struct chunk_cache *cc = fs_chunk_cache(d->fs);
 	struct json_object *r;
 	size_t n = 0;
 
 	if (q->all) {
-		n = chunk_cache_unpin_all(cc);
+		n = fs_unpin_all(d->fs);
 	} else {
-		/* by key, not by lookup: a file deleted since can be unpinned */
-		for (size_t i = 0; i < q->n_paths; i++) {
-			size_t pl = strlen(d->cfg->prefix), kl = strlen(q->paths[i]);
-			char *key = malloc(pl + kl + 1);
-
-			if (!key)
-				return ctl_reply_error("out of memory");
-			memcpy(key, d->cfg->prefix, pl);
-			memcpy(key + pl, q->paths[i], kl + 1);
-			n += chunk_cache_unpin(cc, key);
-			free(key);
-		}
+		/* by name, not by lookup: a file deleted since can be unpinned */
+		for (size_t i = 0; i < q->n_paths; i++)
+			n += fs_unpin(d->fs, q->paths[i]);
 	}
 	r = ctl_reply_ok();
 	add_u64(r, "files", n);
@@ -464,17 +376,16 @@ static unsigned evict_mask(enum ctl_tier t)
 
 static struct json_object *do_evict(struct ctl_daemon *d, const struct ctl_request *q)
 {
-	struct chunk_cache *cc = fs_chunk_cache(d->fs);
-	struct chunk_cache_evicted ev = { 0 };
+	struct fs_evicted ev = { 0 };
 	struct json_object *r, *errs = json_object_new_array();
 	uint64_t failed = 0;
 
-	if (q->tier == CTL_TIER_SSD && !has_ssd(d)) {
+	if (q->tier == CTL_TIER_SSD && !fs_has_ssd(d->fs)) {
 		json_object_put(errs);
 		return ctl_reply_error("evict: this mount has no SSD tier (--cache-dir)");
 	}
 	if (q->all) {
-		chunk_cache_evict_all(cc, evict_mask(q->tier), &ev);
+		fs_evict_all(d->fs, evict_mask(q->tier), &ev);
 	} else {
 		for (size_t i = 0; i < q->n_paths; i++) {
 			struct fs_object o;
@@ -490,7 +401,7 @@ static struct json_object *do_evict(struct ctl_daemon *d, const struct ctl_reque
 				}
 				continue;
 			}
-			chunk_cache_evict(cc, o.key, o.cache_id, o.size, evict_mask(q->tier), &ev);
+			fs_object_evict(d->fs, &o, evict_mask(q->tier), &ev);
 			fs_object_release(&o);
 		}
 	}
@@ -506,7 +417,6 @@ static struct json_object *do_evict(struct ctl_daemon *d, const struct ctl_reque
 
 static struct json_object *do_residency(struct ctl_daemon *d, const struct ctl_request *q)
 {
-	struct chunk_cache *cc = fs_chunk_cache(d->fs);
 	struct json_object *r = ctl_reply_ok(), *files = json_object_new_array_ext((int)q->n_paths);
 
 	for (size_t i = 0; i < q->n_paths; i++) {
@@ -520,8 +430,7 @@ static struct json_object *do_residency(struct ctl_daemon *d, const struct ctl_r
 		if (rc != TFS_OK) {
 			add_str(f, "error", tfs_strerror(rc));
 		} else {
-			chunk_cache_residency(cc, o.key, o.cache_id, o.size, &ram, &ssd);
-			pin = chunk_cache_pinned(cc, o.key);
+			fs_object_residency(d->fs, &o, &ram, &ssd, &pin);
 			add_u64(f, "size", o.size);
 			add_u64(f, "ram", ram);
 			add_u64(f, "ssd", ssd);
@@ -537,58 +446,38 @@ static struct json_object *do_residency(struct ctl_daemon *d, const struct ctl_r
 
 static struct json_object *do_trace_start(struct ctl_daemon *d, const struct ctl_request *q)
 {
-	struct access_trace *t;
 	char err[512];
+	int rc = fs_trace_start(d->fs, q->file, err, sizeof(err));
 
-	pthread_mutex_lock(&d->lock);
-	if (d->trace) {
-		pthread_mutex_unlock(&d->lock);
+	if (rc == TFS_AGAIN)
 		return ctl_reply_error("a trace is being recorded already: trace stop first");
-	}
-	if (access_trace_start(q->file, &t, err, sizeof(err)) != TFS_OK) {
-		pthread_mutex_unlock(&d->lock);
+	if (rc != TFS_OK)
 		return ctl_reply_error("trace: %s", err);
-	}
-	d->trace = t;
-	chunk_cache_trace_swap(fs_chunk_cache(d->fs), t);
-	pthread_mutex_unlock(&d->lock);
 	return ctl_reply_ok();
 }
 
 static struct json_object *do_trace_stop(struct ctl_daemon *d)
 {
 	struct json_object *r;
-	struct access_trace *t;
 	uint64_t n;
 
-	pthread_mutex_lock(&d->lock);
-	t = d->trace;
-	d->trace = NULL;
-	if (t)
-		chunk_cache_trace_swap(fs_chunk_cache(d->fs), NULL);
-	pthread_mutex_unlock(&d->lock);
-	if (!t)
+	if (fs_trace_stop(d->fs, &n) != TFS_OK)
 		return ctl_reply_error("no trace is being recorded");
-	n = access_trace_stop(t);
 	r = ctl_reply_ok();
 	add_u64(r, "records", n);
 	return r;
 }
 
-/* Every option as config_dump() prints it ("key = value" lines). */
+/* Every option, from the "key = value" lines the daemon was given. */
 static struct json_object *do_config(struct ctl_daemon *d)
 {
 	struct json_object *r, *c = json_object_new_object();
-	char *text = NULL, *line, *save = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
+	char *text = strdup(d->config_text), *line, *save = NULL;
 
-	if (!f) {
+	if (!text) {
 		json_object_put(c);
 		return ctl_reply_error("out of memory");
 	}
-	config_dump(d->cfg, f);
-	fclose(f);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *eq = strstr(line, " = ");
 
@@ -619,7 +508,7 @@ static struct json_object *do_plan(struct ctl_daemon *d, const struct ctl_reques
 
 	if (req->clear) {
 		pthread_mutex_lock(&d->lock);
-		ra_plan_free(d->pending);
+		fs_plan_free(d->pending);
 		d->pending = NULL;
 		pthread_mutex_unlock(&d->lock);
 		fs_plan_set(d->fs, NULL);
@@ -634,26 +523,29 @@ static struct json_object *do_plan(struct ctl_daemon *d, const struct ctl_reques
 					       (unsigned long long)req->append);
 		}
 	} else {
-		ra_plan_free(d->pending);
+		fs_plan_free(d->pending);
 		d->pending_id = ++d->plan_ids;
-		if (!(d->pending = ra_plan_new())) {
+		if (!(d->pending = fs_plan_new())) {
 			pthread_mutex_unlock(&d->lock);
 			return error_of(TFS_E_NOMEM);
 		}
 	}
 	for (size_t i = 0; i < req->n_paths; i++) {
-		if (ra_plan_add(d->pending, req->paths[i], strlen(req->paths[i])) != 0) {
-			n = ra_plan_entries(d->pending);
-			ra_plan_free(d->pending);
+		if (fs_plan_add(d->pending, req->paths[i], strlen(req->paths[i])) != TFS_OK) {
+			size_t most, path_max;
+
+			n = fs_plan_entries(d->pending);
+			fs_plan_free(d->pending);
 			d->pending = NULL;
 			pthread_mutex_unlock(&d->lock);
-			return ctl_reply_error("plan dropped at entry %zu: a plan holds at most %u "
-					       "paths of %u bytes (or memory ran out)", n,
-					       PLAN_ENTRIES_MAX, PLAN_PATH_MAX);
+			fs_plan_bounds(&most, &path_max);
+			return ctl_reply_error("plan dropped at entry %zu: a plan holds at most %zu "
+					       "paths of %zu bytes (or memory ran out)", n, most,
+					       path_max);
 		}
 	}
 	id = d->pending_id;
-	n = ra_plan_entries(d->pending);
+	n = fs_plan_entries(d->pending);
 	if (req->more) {
 		pthread_mutex_unlock(&d->lock);
 		r = ctl_reply_ok();

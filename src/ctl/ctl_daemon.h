@@ -1,9 +1,9 @@
 /* ctl_daemon.h - what the daemon answers on its control socket: the
- * handlers of every request of docs/control.md, over the fs, the chunk
- * cache and the S3 client of one mount.
+ * handlers of every request of docs/control.md, over the operator
+ * interface of one mount's fs (fs/fs.h).
  *
  * Thread-safe: requests run concurrently on the server's connection
- * threads; the epoch snapshot and the trace have their own lock.
+ * threads; the epoch snapshot and a plan being sent have their own lock.
  */
 #ifndef TIERFS_CTL_DAEMON_H
 #define TIERFS_CTL_DAEMON_H
@@ -11,17 +11,18 @@
 #include "ctl/ctl_proto.h"
 
 struct tfs_fs;
-struct s3_client;
-struct tierfs_config;
 struct json_object;
 
+/* The strings are copied. */
 struct ctl_daemon_config {
-	struct tfs_fs *fs;                 /* borrowed: outlive the daemon object */
-	struct s3_client *client;
-	const struct tierfs_config *cfg;
+	struct tfs_fs *fs;                 /* borrowed: outlives the daemon object */
+	const char *source;                /* "s3://bucket/prefix", as ping shows it */
+	const char *mountpoint;
+	const char *config_text;           /* every option, "key = value" lines */
 	const char *credentials;           /* where credentials came from, the key id
-					    * shortened ("environment, key AKIA..."); copied */
-	const char *socket_path;           /* copied */
+					    * shortened ("environment, key AKIA..."); never
+					    * a secret */
+	const char *socket_path;
 };
 
 struct ctl_daemon;

@@ -21,18 +21,6 @@
 _Static_assert(sizeof(((struct sockaddr_un *)0)->sun_path) == CTL_PATH_SUN_MAX,
 	       "sun_path is not 108 bytes on this system");
 
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 void ctl_path_hash(const char *mountpoint_canonical, char hex[17])
 {
 	XXH64_hash_t h = XXH64(mountpoint_canonical, strlen(mountpoint_canonical), 0);
@@ -46,30 +34,30 @@ int ctl_path_dir_check(const char *dir, uid_t uid, char *err, size_t errlen)
 
 	if (lstat(dir, &st) != 0) {
 		if (errno == ENOENT) {
-			set_err(err, errlen, "control directory %s does not exist", dir);
+			tfs_err_printf(err, errlen, "control directory %s does not exist", dir);
 			return TFS_E_NOENT;
 		}
-		set_err(err, errlen, "control directory %s: %s", dir, strerror(errno));
+		tfs_err_printf(err, errlen, "control directory %s: %s", dir, strerror(errno));
 		return errno == EACCES ? TFS_E_ACCESS : TFS_E_IO;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		set_err(err, errlen, "control directory %s is a symlink: refusing it "
+		tfs_err_printf(err, errlen, "control directory %s is a symlink: refusing it "
 			"(remove it, or set TIERFS_RUNTIME_DIR)", dir);
 		return TFS_E_ACCESS;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "control directory %s is not a directory: refusing it "
+		tfs_err_printf(err, errlen, "control directory %s is not a directory: refusing it "
 			"(remove it, or set TIERFS_RUNTIME_DIR)", dir);
 		return TFS_E_ACCESS;
 	}
 	if (st.st_uid != uid) {
-		set_err(err, errlen, "control directory %s is owned by uid %u, not %u: "
+		tfs_err_printf(err, errlen, "control directory %s is owned by uid %u, not %u: "
 			"refusing it (remove it, or set TIERFS_RUNTIME_DIR)",
 			dir, (unsigned)st.st_uid, (unsigned)uid);
 		return TFS_E_ACCESS;
 	}
 	if (st.st_mode & 077) {
-		set_err(err, errlen, "control directory %s is open to group or others "
+		tfs_err_printf(err, errlen, "control directory %s is open to group or others "
 			"(mode %04o): refusing it (chmod 700 it, or remove it)",
 			dir, (unsigned)(st.st_mode & 07777));
 		return TFS_E_ACCESS;
@@ -93,7 +81,7 @@ static int runtime_dir_name(uid_t uid, char *buf, size_t cap, char *err, size_t 
 	else
 		n = snprintf(buf, cap, "/tmp/tierfs-%u", (unsigned)uid);
 	if (n < 0 || (size_t)n >= cap) {
-		set_err(err, errlen, "control directory name is too long (%d bytes)", n);
+		tfs_err_printf(err, errlen, "control directory name is too long (%d bytes)", n);
 		return TFS_E_NAMETOOLONG;
 	}
 	/* "dir/" and "dir" are the same directory; keep one spelling so
@@ -113,11 +101,11 @@ int ctl_path_runtime_dir(uid_t uid, bool create, char *buf, size_t cap, char *er
 	if (rc != TFS_OK)
 		return rc;
 	if (strlen(dir) >= cap) {
-		set_err(err, errlen, "control directory name %s is too long", dir);
+		tfs_err_printf(err, errlen, "control directory name %s is too long", dir);
 		return TFS_E_NAMETOOLONG;
 	}
 	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		set_err(err, errlen, "cannot create control directory %s: %s", dir,
+		tfs_err_printf(err, errlen, "cannot create control directory %s: %s", dir,
 			strerror(errno));
 		return errno == EACCES || errno == EPERM ? TFS_E_ACCESS
 		       : errno == ENOENT ? TFS_E_NOENT : TFS_E_IO;
@@ -140,13 +128,13 @@ int ctl_path_socket_in(const char *dir, const char *mountpoint_canonical, char *
 	ctl_path_hash(mountpoint_canonical, hex);
 	n = snprintf(path, sizeof(path), "%s/%s.sock", dir, hex);
 	if (n < 0 || (size_t)n >= sizeof(path) || (size_t)n >= CTL_PATH_SUN_MAX) {
-		set_err(err, errlen, "control socket path %s/%s.sock is %d bytes, more than "
+		tfs_err_printf(err, errlen, "control socket path %s/%s.sock is %d bytes, more than "
 			"the %d a Unix socket allows: set TIERFS_RUNTIME_DIR to a shorter "
 			"directory", dir, hex, n, CTL_PATH_SUN_MAX - 1);
 		return TFS_E_NAMETOOLONG;
 	}
 	if ((size_t)n >= cap) {
-		set_err(err, errlen, "control socket path %s does not fit in %zu bytes", path, cap);
+		tfs_err_printf(err, errlen, "control socket path %s does not fit in %zu bytes", path, cap);
 		return TFS_E_NAMETOOLONG;
 	}
 	memcpy(buf, path, (size_t)n + 1);

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/fs.h"
+#include "common/limits.h"
+#include "common/tfs_err.h"
 
 static const struct {
 	const char *name;
@@ -25,7 +26,7 @@ bool ctl_path_ok(const char *p, size_t len)
 {
 	size_t start = 0;
 
-	if (len == 0 || len > FS_PATH_MAX || p[0] == '/' || memchr(p, '\0', len))
+	if (len == 0 || len > TFS_PATH_MAX || p[0] == '/' || memchr(p, '\0', len))
 		return false;
 	for (size_t i = 0; i <= len; i++) {
 		if (i < len && p[i] != '/')
@@ -46,7 +47,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	tfs_err_vprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -126,7 +127,7 @@ static int parse_paths(struct json_object *root, struct ctl_request *req, bool a
 		if (!ctl_path_ok(json_object_get_string(p), (size_t)json_object_get_string_len(p)))
 			return fail(err, errlen, "paths[%zu] is not a path below the mount root "
 				    "(relative, no empty, \".\" or \"..\" parts, at most %d bytes)",
-				    i, FS_PATH_MAX);
+				    i, TFS_PATH_MAX);
 		req->paths[i] = json_object_get_string(p);
 	}
 	req->n_paths = n;

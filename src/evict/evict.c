@@ -1,6 +1,6 @@
 /* evict.c - policy lifecycle, the shared key index and dispatch to a policy's ops.
  *
- * Invariants: see evict_internal.h.  This file owns the node array, the
+ * Invariants: see policy.h.  This file owns the node array, the
  * free chain, the index and the clock; the policies own their orderings.
  *
  * The index is open addressing with linear probing over 2 * capacity
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 
 static const char *const kind_names[EVICT_KIND_COUNT] = {
 	[EVICT_LRU] = "lru",
@@ -229,31 +229,6 @@ void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat)
 
 	if (n != EVICT_NIL)
 		p->ops->stat_set(p, n, stat);
-}
-
-bool evict_list_check(const struct evict_policy *p, const struct evict_list *l, uint32_t tag)
-{
-	size_t count = 0;
-	uint32_t next = EVICT_NIL;
-
-	for (uint32_t n = l->tail; n != EVICT_NIL; next = n, n = p->nodes[n].link.prev) {
-		if (n >= p->capacity || count++ > l->len)
-			return false;
-		if (p->nodes[n].tag != tag || p->nodes[n].link.next != next)
-			return false;
-	}
-	return count == l->len && (l->len == 0 ? l->head == EVICT_NIL : l->head == next);
-}
-
-uint32_t evict_list_victim(const struct evict_policy *p, const struct evict_list *l,
-			   evict_pinned_fn pinned, void *ctx)
-{
-	uint32_t n = l->tail;
-
-	for (int i = 0; i < EVICT_SCAN_MAX && n != EVICT_NIL; i++, n = p->nodes[n].link.prev)
-		if (!pinned || !pinned(ctx, p->nodes[n].key))
-			return n;
-	return EVICT_NIL;
 }
 
 void evict_policy_set_min_window(struct evict_policy *p, size_t n)

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 
 #define LFU_INIT_VAL 5
 #define LFU_LOG_FACTOR 10

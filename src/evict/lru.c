@@ -10,7 +10,7 @@
  * least recent: a tier with more pinned chunks than that is overloaded,
  * and walking further would make every miss pay for it.
  */
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 
 static bool lru_init(struct evict_policy *p)
 {

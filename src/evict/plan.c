@@ -7,7 +7,7 @@
  * path repeats.  Flags per entry say consumed, handed out, and counted in
  * ahead_bytes (sizes[] then holds the bytes counted).
  */
-#include "fs/plan.h"
+#include "evict/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -271,4 +271,71 @@ void ra_plan_info(const struct ra_plan *p, struct ra_plan_info *out)
 	out->consumed = p->consumed;
 	out->skips = p->skips;
 	out->ahead_bytes = p->ahead_bytes;
+}
+
+/* ---- the mount's current plan ---- */
+
+int plan_slot_init(struct plan_slot *s, const char *prefix)
+{
+	memset(s, 0, sizeof(*s));
+	s->prefix = strdup(prefix ? prefix : "");
+	if (!s->prefix)
+		return -1;
+	pthread_mutex_init(&s->lock, NULL);
+	return 0;
+}
+
+void plan_slot_release(struct plan_slot *s)
+{
+	if (!s->prefix)
+		return;
+	ra_plan_free(s->plan);
+	pthread_mutex_destroy(&s->lock);
+	free(s->prefix);
+	memset(s, 0, sizeof(*s));
+}
+
+struct ra_plan *plan_slot_lock(struct plan_slot *s, uint64_t *gen)
+{
+	pthread_mutex_lock(&s->lock);
+	if (gen)
+		*gen = s->gen;
+	return s->plan;
+}
+
+void plan_slot_unlock(struct plan_slot *s)
+{
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct ra_plan *plan_slot_swap(struct plan_slot *s, struct ra_plan *p)
+{
+	struct ra_plan *old;
+
+	pthread_mutex_lock(&s->lock);
+	old = s->plan;
+	s->plan = p;
+	s->gen++;
+	pthread_mutex_unlock(&s->lock);
+	return old;
+}
+
+enum plan_future plan_slot_future(struct plan_slot *s, const char *key, bool storing)
+{
+	size_t pl = strlen(s->prefix);
+	enum plan_future f = PLAN_UNKNOWN;
+	int n;
+
+	if (strncmp(key, s->prefix, pl) != 0)
+		return f;
+	pthread_mutex_lock(&s->lock);
+	if (s->plan && (n = ra_plan_ahead(s->plan, key + pl)) >= 0) {
+		/* a chunk being stored was fetched for a read: by a reader
+		 * (its open consumed it) or ahead of the plan (not yet, and
+		 * that open will find it in RAM), so one open still to come
+		 * is the one it serves */
+		f = n > (storing ? 1 : 0) ? PLAN_SOON : PLAN_DONE;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return f;
 }

@@ -1,5 +1,10 @@
 /* plan.h - a loader's plan: the files it will open, in order, and which of
- * them to fetch next.  Pure decisions, no I/O (as scan.h).
+ * them to fetch next.  Pure decisions, no I/O.
+ *
+ * It lives with the eviction policies because it is the cache's one
+ * knowledge of the future: the fetchers (fs) serve it, and the SSD tier
+ * evicts by it (Belady's rule: what is needed furthest ahead goes first).
+ * Both reach the mount's current plan through one plan_slot (below).
  *
  * A training loader knows its epoch's order before the epoch starts (the
  * sampler's indices).  Handed over (the control socket's "plan"), it lets
@@ -31,6 +36,7 @@
 #ifndef TIERFS_PLAN_H
 #define TIERFS_PLAN_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,5 +102,39 @@ int ra_plan_ahead(const struct ra_plan *p, const char *path);
 /* Is the plan over (every entry consumed or abandoned)? */
 bool ra_plan_done(const struct ra_plan *p);
 void ra_plan_info(const struct ra_plan *p, struct ra_plan_info *out);
+
+/* The mount's current plan, behind its lock.  The lock is a leaf: it is
+ * taken after the fetchers' or the SSD tier's own locks, and nothing is
+ * taken while it is held.  Object keys are the prefix (the mount's root
+ * in the bucket) followed by the plan's paths. */
+struct plan_slot {
+	pthread_mutex_t lock;
+	struct ra_plan *plan;      /* NULL: no plan */
+	uint64_t gen;              /* plans set, ever: tells a plan from its successor */
+	char *prefix;
+};
+
+/* 0, or -1 when memory ran out. */
+int plan_slot_init(struct plan_slot *s, const char *prefix);
+/* Frees the plan it holds. */
+void plan_slot_release(struct plan_slot *s);
+
+/* Lock the slot: its plan (NULL: none), and its generation in *gen when
+ * gen is not NULL.  plan_slot_unlock() when done; nothing else may be
+ * locked meanwhile. */
+struct ra_plan *plan_slot_lock(struct plan_slot *s, uint64_t *gen);
+void plan_slot_unlock(struct plan_slot *s);
+
+/* Put p in the slot (NULL clears it) and return the plan it held, for
+ * the caller to free. */
+struct ra_plan *plan_slot_swap(struct plan_slot *s, struct ra_plan *p);
+
+/* What the plan says of object key: read later in it (SOON), not (DONE),
+ * or nothing (UNKNOWN: no plan, or not in it).  For a chunk being stored
+ * (storing true), "later" means after the read its copy was fetched for:
+ * the next open of it, or the one a fetch ahead of the plan serves.  A
+ * plan that is over still tells what its epoch read, until the next. */
+enum plan_future { PLAN_UNKNOWN, PLAN_SOON, PLAN_DONE };
+enum plan_future plan_slot_future(struct plan_slot *s, const char *key, bool storing);
 
 #endif

@@ -1,4 +1,4 @@
-/* evict_internal.h - the policy struct, its ops table and the helpers the
+/* policy.h - the policy struct, its ops table and the helpers the
  * policies share (key index, intrusive lists).  For src/evict/ and tests.
  *
  * Invariants (checked by evict_policy_check()):
@@ -10,8 +10,8 @@
  *  - the index is open addressing with linear probing, at most half full,
  *    no tombstones (deletion shifts back), so a probe ends at an empty slot.
  */
-#ifndef TIERFS_EVICT_INTERNAL_H
-#define TIERFS_EVICT_INTERNAL_H
+#ifndef TIERFS_EVICT_POLICY_H
+#define TIERFS_EVICT_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 
 #define SKETCH_ROWS 4
 #define SKETCH_WINDOW_MULT 10

@@ -61,7 +61,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 #include "evict/sketch.h"
 
 #define GHOST_DIV 8

@@ -1,6 +1,12 @@
 /* fs.h - the filesystem layer: inode table, directory listings, open
- * files, byte range -> chunks.  No FUSE types, so it is testable without
- * a mount; src/fuse/ translates requests into these calls.
+ * files, byte range -> chunks, the fetchers that read ahead, and the
+ * operator interface the control socket uses.  No FUSE types, so it is
+ * testable without a mount; src/fuse/ translates requests into these
+ * calls, src/ctl/ the control socket's.
+ *
+ * Below it: the chunk cache (src/tiers/chunk_cache.h), which the fs owns
+ * and through which every byte comes (RAM, then SSD, then the store), and
+ * the object store itself for listings and HEADs (metadata, not bytes).
  *
  * Inode numbers are assigned on first sight and stay stable while the
  * kernel holds a lookup on them (nlookup > 0); FS_ROOT_INO is the mount's
@@ -15,12 +21,13 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "common/counters.h"
+#include "common/limits.h"
 #include "s3/objstore.h"
 #include "tiers/pin_set.h"
 
 #define FS_ROOT_INO 1
 #define FS_READ_MAX_IOV 34   /* a 1 MiB read over 64 KiB chunks, + slack */
-#define FS_PATH_MAX 4096     /* an operator's path below the mount root */
 #define FS_PATH_DEPTH_MAX 256
 #define CACHE_ID_MAX (OBJ_ETAG_MAX + 48)
 
@@ -31,7 +38,8 @@ struct fs_config {
 	uint64_t chunk_size;
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
 	int ram_policy;            /* enum evict_kind for the RAM tier */
-	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only */
+	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only (the
+				    * chunk cache's SSD tier) */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
 	uint64_t read_ahead;       /* bytes a sequential stream keeps in flight ahead of
 				    * its reader, within a file and across a directory's
@@ -45,7 +53,7 @@ struct fs_config {
 	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
 	unsigned scan_threads;     /* files fetched at once for a job consuming a directory in
 				    * any order (fs/scan.h) or for the loader's plan
-				    * (fs/plan.h); 0 = off */
+				    * (evict/plan.h); 0 = off */
 	unsigned plan_window;      /* files of a plan fetched ahead of its reader at most
 				    * (and read_ahead_mem / 2 bytes) */
 	uid_t uid;
@@ -127,7 +135,22 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 void fs_read_done(struct tfs_fs *fs, struct fs_read *r);
 void fs_release(struct tfs_fs *fs, struct fs_file *f);
 
+/* The fs's own counters (also among fs_counters()). */
 void fs_stats(struct tfs_fs *fs, struct fs_stats *out);
+
+/* ---- the operator interface ------------------------------------------
+ * What the control socket asks of a mount: files by path, warm-up, pins,
+ * eviction, residency, access traces, counters and the loader's plan.
+ * Each reaches the chunk cache through the fs; nothing here reads object
+ * data except a warm-up. */
+
+/* Every counter of the mount at one moment (common/counters.h). */
+void fs_counters(struct tfs_fs *fs, struct tfs_counters *out);
+
+/* Does the mount have an SSD tier? */
+bool fs_has_ssd(struct tfs_fs *fs);
+
+
 /* One version of a file, as an operator's request sees it. */
 struct fs_object {
 	char *key;                 /* full object key, owned */
@@ -150,14 +173,73 @@ struct fs_warm {
 
 /* Fetch every chunk of o not yet in tier (see chunk_cache_warm()), one at
  * a time; stop(stop_ctx) is asked before each (true: TFS_E_INTR).  Errors
- * are the first chunk's that failed. */
+ * are the first chunk's that failed; TFS_E_INVAL for PIN_SSD without an
+ * SSD tier, TFS_AGAIN when the SSD tier refused a chunk (full of pinned
+ * data, or degraded). */
 int fs_object_warm(struct tfs_fs *fs, const struct fs_object *o, enum pin_tier tier,
 		   bool (*stop)(void *ctx), void *stop_ctx, struct fs_warm *res);
 
-struct ra_plan;
-struct ra_plan_info;
+/* Pin objs[0..n) in tier: their chunks there are never evicted.  All or
+ * nothing: TFS_E_NOSPC when the tier's pinned bytes would exceed *limit
+ * (set on every outcome: half the RAM tier, 90% of what the SSD tier may
+ * occupy; *would_be: what they would have been), TFS_E_INVAL for PIN_SSD
+ * without an SSD tier, TFS_E_TOOBIG past PIN_SET_MAX files.  Fetches
+ * nothing (a warm-up does). */
+int fs_pin(struct tfs_fs *fs, const struct fs_object *objs, size_t n, enum pin_tier tier,
+	   uint64_t *would_be, uint64_t *limit);
+/* Unpin the file at path below the mount root, by name (no lookup: a file
+ * deleted since can be unpinned): true when it was pinned.  fs_unpin_all:
+ * every file; how many were pinned. */
+bool fs_unpin(struct tfs_fs *fs, const char *path);
+size_t fs_unpin_all(struct tfs_fs *fs);
 
-/* Hand over the loader's plan (fs/plan.h): p, built with ra_plan_add()
+/* What an eviction did: chunks dropped (a chunk in both tiers counts
+ * twice) and their bytes; chunks kept as pinned, or in use. */
+struct fs_evicted {
+	uint64_t chunks, bytes, pinned, busy;
+};
+/* Drop o's chunks (fs_evict_all: every chunk) from tiers, a mask of
+ * PIN_RAM and PIN_SSD; pinned chunks and chunks in use stay.  Adds to
+ * *ev. */
+void fs_object_evict(struct tfs_fs *fs, const struct fs_object *o, unsigned tiers,
+		     struct fs_evicted *ev);
+void fs_evict_all(struct tfs_fs *fs, unsigned tiers, struct fs_evicted *ev);
+
+/* Bytes of o in RAM and on SSD, and the tier it is pinned in.  No I/O. */
+void fs_object_residency(struct tfs_fs *fs, const struct fs_object *o, uint64_t *ram,
+			 uint64_t *ssd, enum pin_tier *pinned);
+
+/* Record readers' chunk accesses into file (the simulator's format), until
+ * fs_trace_stop().  TFS_OK; TFS_AGAIN when a trace is being recorded
+ * already; else an error with a message in err.  fs_trace_stop: TFS_OK
+ * and the records written, or TFS_MISS when none is being recorded. */
+int fs_trace_start(struct tfs_fs *fs, const char *file, char *err, size_t errlen);
+int fs_trace_stop(struct tfs_fs *fs, uint64_t *records);
+
+/* ---- the loader's plan (evict/plan.h): built here, handed over whole */
+struct ra_plan;
+
+/* An empty plan to append paths to (relative to the mount root, in the
+ * order they will be opened); NULL when memory ran out. */
+struct ra_plan *fs_plan_new(void);
+/* Append one path (len bytes).  TFS_OK; TFS_E_TOOBIG past the bounds
+ * (fs_plan_bounds()), for an empty path, or when memory ran out. */
+int fs_plan_add(struct ra_plan *p, const char *path, size_t len);
+size_t fs_plan_entries(const struct ra_plan *p);
+void fs_plan_free(struct ra_plan *p);
+/* The most entries a plan holds, and the longest path in it. */
+void fs_plan_bounds(size_t *entries, size_t *path_len);
+
+/* Where the current plan stands. */
+struct fs_plan_info {
+	size_t entries;            /* in the plan */
+	size_t position, next;     /* the first entry not opened; the next to fetch */
+	size_t opened;             /* entries opened */
+	size_t skips;              /* times the reader skipped ahead */
+	uint64_t ahead_bytes;      /* fetched ahead, not yet opened */
+};
+
+/* Hand over the loader's plan (evict/plan.h): p, built with fs_plan_add()
  * from paths relative to the mount root in the order they will be
  * opened, not sealed.  The fs takes p (freed on every outcome), seals it
  * with a window of plan_window files and read_ahead_mem / 2 bytes, and its
@@ -167,9 +249,6 @@ struct ra_plan_info;
 int fs_plan_set(struct tfs_fs *fs, struct ra_plan *p);
 /* The current plan's position: false when there is none; *done: it is
  * over. */
-bool fs_plan_info(struct tfs_fs *fs, struct ra_plan_info *out, bool *done);
-
-/* The fs's chunk cache (owned by the fs), for its counters. */
-struct chunk_cache *fs_chunk_cache(struct tfs_fs *fs);
+bool fs_plan_info(struct tfs_fs *fs, struct fs_plan_info *out, bool *done);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <rocksdb/c.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
 
@@ -93,13 +94,6 @@ static uint64_t get_u64(const unsigned char *p)
 	return v;
 }
 
-static int64_t mono_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec;
-}
-
 /* The kind of failure a RocksDB status message describes. */
 static int err_kind(const char *msg)
 {
@@ -112,7 +106,7 @@ static int err_kind(const char *msg)
 static int ix_fail(struct cache_index *ix, const char *what, char *rerr)
 {
 	int rc = err_kind(rerr);
-	int64_t now = mono_seconds(), last = atomic_load(&ix->last_err_log);
+	int64_t now = (clock_coarse_ms() / 1000), last = atomic_load(&ix->last_err_log);
 
 	if (now - last >= ERR_LOG_INTERVAL_S &&
 	    atomic_compare_exchange_strong(&ix->last_err_log, &last, now)) {

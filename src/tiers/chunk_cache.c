@@ -1,10 +1,12 @@
 /* chunk_cache.c - RAM -> SSD -> object store, promoting on the way up.
  *
- * The RAM tier's single-flight covers the whole miss: the SSD read and the
- * GET both run inside its fill, so two readers of one cold chunk cause one
- * SSD read or one GET between them.  Admission to SSD is "every chunk the
- * store had to supply" for now: write-behind at fill time (not demotion at
- * RAM eviction) is what makes a killed daemon come back warm.
+ * The RAM tier's single-flight covers the whole miss: the caller that
+ * gets a RAM miss (ram_tier_lookup's TFS_MISS) reads SSD or GETs before
+ * it publishes the chunk (ram_tier_fill_done), and the others wait, so two
+ * readers of one cold chunk cause one SSD read or one GET between them.
+ * Admission to SSD is "every chunk the store had to supply" for now:
+ * write-behind at fill time (not demotion at RAM eviction) is what makes a
+ * killed daemon come back warm.
  */
 #include "tiers/chunk_cache.h"
 
@@ -19,12 +21,15 @@
 #include "tiers/access_trace.h"
 #include "tiers/pin_set.h"
 #include "tiers/ssd_tier.h"
+#include "tiers/store_fetch.h"
 
 #define FORGOT_SLOTS 65536    /* 512 KiB: few collisions below ~30,000 files */
 
 struct chunk_cache {
 	struct ram_tier *ram;
 	struct ssd_tier *ssd;
+	struct objstore *store;
+	unsigned parallel_gets;
 	size_t chunk_size;
 	struct pin_set *pins;
 	/* the access trace being recorded, if any: a reader counts itself in
@@ -37,29 +42,12 @@ struct chunk_cache {
 	atomic_uint_fast64_t forgot[FORGOT_SLOTS];
 };
 
-static bool ram_pinned(void *ctx, const char *key)
-{
-	return pin_set_tier(ctx, key) == PIN_RAM;
-}
-
-static bool ssd_pinned(void *ctx, const char *key)
-{
-	return pin_set_tier(ctx, key) == PIN_SSD;
-}
-
-struct chain_fill {
-	struct chunk_cache *cc;
-	ram_tier_fill_fn fetch;
-	void *ctx;
-	size_t expect_len;
-	bool from_store;
-};
 
 struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 {
 	struct chunk_cache *cc;
 
-	if (cfg->chunk_size == 0 || cfg->ram_bytes < cfg->chunk_size)
+	if (!cfg->store || cfg->chunk_size == 0 || cfg->ram_bytes < cfg->chunk_size)
 		return NULL;
 	cc = calloc(1, sizeof(*cc));
 	if (!cc)
@@ -73,11 +61,13 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 		return NULL;
 	}
 	cc->chunk_size = cfg->chunk_size;
+	cc->store = cfg->store;
+	cc->parallel_gets = cfg->parallel_gets ? cfg->parallel_gets : 1;
 	ram_tier_set_ahead_limit(cc->ram, cfg->ahead_bytes);
-	ram_tier_set_pinned_fn(cc->ram, ram_pinned, cc->pins);
+	ram_tier_set_pins(cc->ram, cc->pins);
 	cc->ssd = cfg->ssd;
 	if (cc->ssd)
-		ssd_tier_set_pinned_fn(cc->ssd, ssd_pinned, cc->pins);
+		ssd_tier_set_pins(cc->ssd, cc->pins);
 	return cc;
 }
 
@@ -92,34 +82,68 @@ void chunk_cache_free(struct chunk_cache *cc)
 		(void)access_trace_stop(t);
 	if (cc->ssd) {
 		ssd_tier_flush(cc->ssd);   /* queued writes hold RAM references */
-		ssd_tier_set_pinned_fn(cc->ssd, NULL, NULL);
+		ssd_tier_set_pins(cc->ssd, NULL);
+		ssd_tier_set_plan(cc->ssd, NULL);
 	}
 	ram_tier_free(cc->ram);
 	pin_set_free(cc->pins);
 	free(cc);
 }
 
-static int chain_fill(void *arg, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+uint64_t chunk_cache_chunks(const struct chunk_cache *cc, uint64_t size)
 {
-	struct chain_fill *c = arg;
+	return size ? (size - 1) / cc->chunk_size + 1 : 0;
+}
+
+size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64_t index)
+{
+	uint64_t start = index * cc->chunk_size;
+
+	if (start >= size)
+		return 0;
+	return (size_t)(size - start < cc->chunk_size ? size - start : cc->chunk_size);
+}
+
+/* The object store's part of a miss: want bytes of chunk index of o into
+ * buf, counted. */
+static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     size_t want, void *buf)
+{
 	int rc;
 
-	if (c->cc->ssd && ssd_tier_read(c->cc->ssd, id, buf, cap, len) == TFS_OK) {
-		if (*len == c->expect_len)
-			return TFS_OK;
-		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
-			 "fetched again", (unsigned long long)id->index, id->key, *len,
-			 c->expect_len);
-	}
-	rc = c->fetch(c->ctx, id, buf, cap, len);
+	if (want == 0)
+		return TFS_OK;
+	rc = store_fetch(cc->store, cc->parallel_gets, o, index, index * cc->chunk_size, want, buf);
 	if (rc != TFS_OK) {
-		atomic_fetch_add(&c->cc->store_errors, 1);
+		atomic_fetch_add(&cc->store_errors, 1);
 		return rc;
 	}
-	atomic_fetch_add(&c->cc->store_fetches, 1);
-	atomic_fetch_add(&c->cc->store_bytes, *len);
-	c->from_store = true;
+	atomic_fetch_add(&cc->store_fetches, 1);
+	atomic_fetch_add(&cc->store_bytes, want);
 	return TFS_OK;
+}
+
+/* Fill ref, the RAM tier's miss on chunk id of o (want bytes): from the
+ * SSD tier when it holds a verified copy of that length, else from the
+ * store (*from_store).  *len: the bytes filled. */
+static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
+		      const struct chunk_id *id, size_t want, struct chunk_ref *ref, size_t *len,
+		      bool *from_store)
+{
+	void *buf = chunk_ref_buf(ref);
+	int rc;
+
+	*len = 0;
+	if (cc->ssd && ssd_tier_read(cc->ssd, id, buf, chunk_ref_cap(ref), len) == TFS_OK) {
+		if (*len == want)
+			return TFS_OK;
+		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
+			 "fetched again", (unsigned long long)id->index, id->key, *len, want);
+	}
+	rc = store_get(cc, o, id->index, want, buf);
+	*len = rc == TFS_OK ? want : 0;
+	*from_store = rc == TFS_OK;
+	return rc;
 }
 
 static void release_ref(void *ref)
@@ -131,9 +155,9 @@ static void release_ref(void *ref)
  * wait: for room in its queue (a fetch ahead: no reader waits), else a
  * full queue drops it. */
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
-			 const struct chain_fill *c, struct chunk_ref *ref, bool wait)
+			 struct chunk_ref *ref, bool wait)
 {
-	if (c->from_store && cc->ssd && chunk_ref_len(ref) > 0) {
+	if (cc->ssd && chunk_ref_len(ref) > 0) {
 		struct chunk_ref *d = chunk_ref_dup(ref);
 		bool (*store)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
 			      ssd_tier_release_fn, void *) = wait ? ssd_tier_store_wait : ssd_tier_store;
@@ -166,32 +190,59 @@ struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct acces
 	return old;
 }
 
-int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out)
+/* The chain for one chunk of o, as mode asks (enum ram_mode): a RAM hit,
+ * or a miss filled from SSD or the store, published, and when the store
+ * supplied it (*fetched) queued for SSD (wait_ssd: for room in the
+ * queue).  The caller gets a reference on TFS_OK. */
+static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     enum ram_mode mode, bool wait_ssd, struct chunk_ref **out, bool *fetched)
 {
-	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
+	struct chunk_id id = { o->key, o->cache_id, index };
+	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
+	struct chunk_ref *ref;
+	bool from_store = false;
 	int rc;
 
-	trace_access(cc, id);
-	rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, out);
-
+	*out = NULL;
+	*fetched = false;
+	rc = ram_tier_lookup(cc->ram, &id, want, mode, &ref);
+	if (rc == TFS_OK && chunk_ref_len(ref) != want) {
+		/* a RAM chunk of this (key, ETag) from a version of another
+		 * size: the store reused an ETag; never serve its bytes */
+		chunk_ref_put(ref);
+		return TFS_E_STALE;
+	}
+	if (rc == TFS_MISS) {
+		rc = chain_fill(cc, o, &id, want, ref, &len, &from_store);
+		rc = ram_tier_fill_done(cc->ram, ref, rc, len);
+		if (rc == TFS_OK && from_store)
+			write_behind(cc, &id, ref, wait_ssd);
+		*fetched = rc == TFS_OK && from_store;
+	}
 	if (rc == TFS_OK)
-		write_behind(cc, id, &c, *out, false);
+		*out = ref;
 	return rc;
 }
 
-int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-			 bool epoch, ram_tier_fill_fn fetch, void *ctx)
+int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		    struct chunk_ref **out)
 {
-	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
-	struct chunk_ref *ref;
-	int rc = epoch ? ram_tier_prefetch_epoch(cc->ram, id, expect_len, chain_fill, &c, &ref)
-		       : ram_tier_prefetch(cc->ram, id, expect_len, chain_fill, &c, &ref);
+	struct chunk_id id = { o->key, o->cache_id, index };
+	bool fetched;
 
-	if (rc == TFS_OK) {
-		write_behind(cc, id, &c, ref, true);
+	trace_access(cc, &id);
+	return chain_get(cc, o, index, RAM_READ, false, out, &fetched);
+}
+
+int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+			 bool epoch)
+{
+	struct chunk_ref *ref;
+	bool fetched;
+	int rc = chain_get(cc, o, index, epoch ? RAM_AHEAD_EPOCH : RAM_AHEAD, true, &ref, &fetched);
+
+	if (rc == TFS_OK)
 		chunk_ref_put(ref);
-	}
 	return rc;
 }
 
@@ -200,43 +251,37 @@ static void release_buf(void *buf)
 	free(buf);
 }
 
-int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-		     enum pin_tier tier, ram_tier_fill_fn fetch, void *ctx, bool *fetched)
+int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     enum pin_tier tier, bool *fetched)
 {
-	struct chain_fill c = { cc, fetch, ctx, expect_len, false };
+	struct chunk_id id = { o->key, o->cache_id, index };
+	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
 	struct chunk_ref *ref;
-	size_t len;
 	void *buf;
 	int rc;
 
 	*fetched = false;
 	if (tier == PIN_RAM) {
-		rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, &ref);
-		if (rc != TFS_OK)
-			return rc;
-		write_behind(cc, id, &c, ref, true);
-		chunk_ref_put(ref);
-		*fetched = c.from_store;
-		return TFS_OK;
+		rc = chain_get(cc, o, index, RAM_READ, true, &ref, fetched);
+		if (rc == TFS_OK)
+			chunk_ref_put(ref);
+		return rc;
 	}
 	if (!cc->ssd)
 		return TFS_E_INVAL;
-	len = ssd_tier_contains(cc->ssd, id);
-	if (len == expect_len)
+	len = ssd_tier_contains(cc->ssd, &id);
+	if (len == want)
 		return TFS_OK;
 	/* in RAM or on its way there (a reader's fill): copy it from there,
 	 * rather than a second GET for the same bytes */
-	if (ram_tier_present(cc->ram, id)) {
-		struct chunk_ref *ref;
-
-		rc = ram_tier_get(cc->ram, id, expect_len, chain_fill, &c, &ref);
+	if (ram_tier_present(cc->ram, &id)) {
+		/* *fetched: evicted meanwhile, fetched after all */
+		rc = chain_get(cc, o, index, RAM_READ, true, &ref, fetched);
 		if (rc != TFS_OK)
 			return rc;
-		if (c.from_store)      /* evicted meanwhile: fetched after all */
-			*fetched = true;
 		if (chunk_ref_len(ref) > 0) {
 			struct chunk_ref *d = chunk_ref_dup(ref);
-			(void)ssd_tier_store_forced(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+			(void)ssd_tier_store_forced(cc->ssd, &id, chunk_ref_data(d), chunk_ref_len(d),
 						    release_ref, d);   /* refused: stored already */
 		}
 		chunk_ref_put(ref);
@@ -247,24 +292,21 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);
 	if (!buf)
 		return TFS_E_NOMEM;
-	rc = fetch(ctx, id, buf, cc->chunk_size, &len);
+	rc = store_get(cc, o, index, want, buf);
 	if (rc != TFS_OK) {
-		atomic_fetch_add(&cc->store_errors, 1);
 		free(buf);
 		return rc;
 	}
-	atomic_fetch_add(&cc->store_fetches, 1);
-	atomic_fetch_add(&cc->store_bytes, len);
 	*fetched = true;
-	if (len == 0) {
+	if (want == 0) {
 		free(buf);
 		return TFS_OK;
 	}
-	if (!ssd_tier_store_forced(cc->ssd, id, buf, len, release_buf, buf)) {
+	if (!ssd_tier_store_forced(cc->ssd, &id, buf, want, release_buf, buf)) {
 		/* refused (the buffer is released): fine if a copy is stored
 		 * or queued already, else the tier is degraded or stopping */
 		ssd_tier_flush(cc->ssd);
-		return ssd_tier_contains(cc->ssd, id) == len ? TFS_OK : TFS_AGAIN;
+		return ssd_tier_contains(cc->ssd, &id) == want ? TFS_OK : TFS_AGAIN;
 	}
 	return TFS_OK;
 }
@@ -280,14 +322,14 @@ void chunk_cache_new_epoch(struct chunk_cache *cc)
 	ram_tier_new_epoch(cc->ram);
 }
 
-void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
-			   uint64_t size, uint64_t *ram, uint64_t *ssd)
+void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t *ram,
+			   uint64_t *ssd)
 {
-	uint64_t n = size ? (size - 1) / cc->chunk_size + 1 : 0;
+	uint64_t n = chunk_cache_chunks(cc, o->size);
 
 	*ram = *ssd = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		struct chunk_id id = { key, cache_id, i };
+		struct chunk_id id = { o->key, o->cache_id, i };
 
 		*ram += ram_tier_contains(cc->ram, &id);
 		if (cc->ssd)
@@ -295,13 +337,13 @@ void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *
 	}
 }
 
-void chunk_cache_evict(struct chunk_cache *cc, const char *key, const char *cache_id,
-		       uint64_t size, unsigned tiers, struct chunk_cache_evicted *ev)
+void chunk_cache_evict(struct chunk_cache *cc, const struct chunk_obj *o, unsigned tiers,
+		       struct chunk_cache_evicted *ev)
 {
-	uint64_t n = size ? (size - 1) / cc->chunk_size + 1 : 0;
+	uint64_t n = chunk_cache_chunks(cc, o->size);
 
 	for (uint64_t i = 0; i < n; i++) {
-		struct chunk_id id = { key, cache_id, i };
+		struct chunk_id id = { o->key, o->cache_id, i };
 
 		if (tiers & PIN_RAM) {
 			switch (ram_tier_evict(cc->ram, &id, &ev->bytes)) {
@@ -385,6 +427,32 @@ size_t chunk_cache_unpin_all(struct chunk_cache *cc)
 enum pin_tier chunk_cache_pinned(struct chunk_cache *cc, const char *key)
 {
 	return pin_set_tier(cc->pins, key);
+}
+
+void chunk_cache_set_plan(struct chunk_cache *cc, struct plan_slot *plans)
+{
+	if (cc->ssd)
+		ssd_tier_set_plan(cc->ssd, plans);
+}
+
+bool chunk_cache_has_ssd(const struct chunk_cache *cc)
+{
+	return cc->ssd != NULL;
+}
+
+int chunk_cache_meta_put(struct chunk_cache *cc, const char *name, const void *value, size_t len)
+{
+	return cc->ssd ? ssd_tier_meta_put(cc->ssd, name, value, len) : TFS_MISS;
+}
+
+int chunk_cache_meta_get(struct chunk_cache *cc, const char *name, void **value, size_t *len)
+{
+	return cc->ssd ? ssd_tier_meta_get(cc->ssd, name, value, len) : TFS_MISS;
+}
+
+int chunk_cache_meta_del(struct chunk_cache *cc, const char *name)
+{
+	return cc->ssd ? ssd_tier_meta_del(cc->ssd, name) : TFS_MISS;
 }
 
 /* The file system asks at the first open of a version in a file node's

@@ -1,13 +1,16 @@
 /* chunk_cache.h - the read chain: RAM tier -> SSD tier -> object store.
  *
- * A read asks for a chunk by id.  A RAM hit is served at once.  A RAM miss
- * fills a RAM slot (single-flight: concurrent misses on one chunk wait for
- * one fill) from the SSD tier when it holds a verified copy (promotion),
- * else from the object store through the caller's fetch function; a chunk
- * fetched from the store is then queued for the SSD tier (write-behind, so
- * a restart or kill -9 finds it without a GET; the RAM buffer stays pinned
+ * A reader asks for chunk `index` of one object version.  A RAM hit is
+ * served at once.  A RAM miss fills a RAM slot (single-flight: concurrent
+ * misses on one chunk wait for one fill) from the SSD tier when it holds a
+ * verified copy (promotion), else from the object store, the last link of
+ * the chain (parallel ranged GETs, store_fetch.h); a chunk fetched from
+ * the store is then queued for the SSD tier (write-behind, so a restart
+ * or kill -9 finds it without a GET; the RAM buffer stays referenced
  * until written).  The SSD tier is optional, and a failing one is a miss:
- * it can slow a read down, never fail it.
+ * it can slow a read down, never fail it.  Prefetch, scans, plans and an
+ * operator's warm-up ask for chunks here like any reader; nothing below
+ * calls back up.
  * Thread-safe.
  */
 #ifndef TIERFS_CHUNK_CACHE_H
@@ -17,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evict/evict.h"
+#include "evict/plan.h"
+#include "s3/objstore.h"
 #include "tiers/chunk_id.h"
 #include "tiers/pin_set.h"
 #include "tiers/ram_tier.h"
@@ -27,6 +33,8 @@ struct ssd_tier;
 struct access_trace;
 
 struct chunk_cache_config {
+	struct objstore *store;    /* borrowed; outlives the cache */
+	unsigned parallel_gets;    /* ranged GETs one chunk is fetched with (>= 1) */
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
 	enum evict_kind ram_policy;   /* 0 (LRU) when left out */
 	size_t chunk_size;
@@ -55,33 +63,39 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg);
 /* Every reference must be put first.  Does not close the SSD tier. */
 void chunk_cache_free(struct chunk_cache *cc);
 
-/* A reference to chunk id, from RAM, SSD, or fetch(ctx, ...) (the object
- * store).  expect_len is the chunk's length in the version the caller
- * opened: an SSD copy of another length is not used (a store that reuses
- * an ETag for other bytes must not get old ones back).  *out is set on
- * TFS_OK only; chunk_ref_put() it.  Errors are the fetch's. */
-int chunk_cache_get(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-		    ram_tier_fill_fn fetch, void *ctx, struct chunk_ref **out);
+/* Chunks of an object of size bytes, and the length of chunk index. */
+uint64_t chunk_cache_chunks(const struct chunk_cache *cc, uint64_t size);
+size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64_t index);
 
-/* Bring chunk id into the RAM tier ahead of its reader (from SSD, or the
- * store through fetch, then queued for SSD like a read's chunk, waiting
- * for room in the SSD tier's queue where a reader's would be dropped).  TFS_OK
- * when fetched; TFS_AGAIN when present or in flight already, or when RAM
- * has no slot to spare; errors are the fetch's.  Blocks for the fill:
- * call it from a read-ahead worker, never a reader.  epoch: for a job
- * that reads each file once an epoch (ram_tier_prefetch_epoch). */
-int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-			 bool epoch, ram_tier_fill_fn fetch, void *ctx);
+/* A reference to chunk index of o (index < chunk_cache_chunks()), from
+ * RAM, SSD, or the store.  A copy of another length than o's chunk (a
+ * store that reused an ETag for other bytes) is never served: SSD copies
+ * are fetched again, a RAM chunk gives TFS_E_STALE.  *out is set on TFS_OK
+ * only; chunk_ref_put() it.  Errors are the store's (TFS_E_STALE: the
+ * object changed since o was learnt). */
+int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		    struct chunk_ref **out);
 
-/* Bring chunk id into tier (an operator's warm-up).  PIN_RAM: as a
- * reader's miss would (RAM, then SSD write-behind).  PIN_SSD: straight to
- * the SSD tier, past its admission policy, in a private buffer (no RAM
- * slot taken); nothing fetched when a copy of expect_len bytes is there.
- * *fetched: the store supplied it.  TFS_E_INVAL: PIN_SSD without an SSD
- * tier; TFS_AGAIN: the SSD tier would not take it (full of pins,
- * degraded); else the fetch's errors.  Blocks for the fetch. */
-int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t expect_len,
-		     enum pin_tier tier, ram_tier_fill_fn fetch, void *ctx, bool *fetched);
+/* Bring chunk index of o into the RAM tier ahead of its reader (from SSD,
+ * or the store, then queued for SSD like a reader's chunk, waiting for
+ * room in the SSD tier's queue where a reader's would be dropped).
+ * TFS_OK when fetched; TFS_AGAIN when present or in flight already, or
+ * when RAM has no slot to spare; errors are the store's.  Blocks for the
+ * fill: call it from a read-ahead worker, never a reader.  epoch: for a
+ * job that reads each file once an epoch (RAM_AHEAD_EPOCH). */
+int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+			 bool epoch);
+
+/* Bring chunk index of o into tier (an operator's warm-up, a scan's fetch
+ * to SSD).  PIN_RAM: as a reader's miss would (RAM, then SSD
+ * write-behind).  PIN_SSD: straight to the SSD tier, past its admission
+ * policy, in a private buffer (no RAM slot taken); nothing fetched when a
+ * copy of the right length is there.  *fetched: the store supplied it.
+ * TFS_E_INVAL: PIN_SSD without an SSD tier; TFS_AGAIN: the SSD tier would
+ * not take it (full of pins, degraded); else the store's errors.  Blocks
+ * for the fetch. */
+int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     enum pin_tier tier, bool *fetched);
 
 /* ref (held) was read through by a reader that reads its file once this
  * epoch: evicted first from RAM (ram_tier_read_done).  new_epoch: every
@@ -89,16 +103,14 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_id *id, size_t e
 void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref);
 void chunk_cache_new_epoch(struct chunk_cache *cc);
 
-/* Bytes of one object version (size bytes, chunks of cache_id) present in
- * RAM and on SSD.  Not an access; no I/O. */
-void chunk_cache_residency(struct chunk_cache *cc, const char *key, const char *cache_id,
-			   uint64_t size, uint64_t *ram, uint64_t *ssd);
+/* Bytes of o present in RAM and on SSD.  Not an access; no I/O. */
+void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t *ram,
+			   uint64_t *ssd);
 
-/* Evict one object version's chunks from tiers (a mask of PIN_RAM and
- * PIN_SSD), or every chunk; pinned chunks and chunks in use stay.  Adds
- * to *ev. */
-void chunk_cache_evict(struct chunk_cache *cc, const char *key, const char *cache_id,
-		       uint64_t size, unsigned tiers, struct chunk_cache_evicted *ev);
+/* Evict o's chunks from tiers (a mask of PIN_RAM and PIN_SSD), or every
+ * chunk; pinned chunks and chunks in use stay.  Adds to *ev. */
+void chunk_cache_evict(struct chunk_cache *cc, const struct chunk_obj *o, unsigned tiers,
+		       struct chunk_cache_evicted *ev);
 void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_cache_evicted *ev);
 
 /* Pin keys[0..n) (sizes[i] bytes each) in tier: their chunks there are
@@ -117,6 +129,10 @@ bool chunk_cache_unpin(struct chunk_cache *cc, const char *key);
 size_t chunk_cache_unpin_all(struct chunk_cache *cc);
 enum pin_tier chunk_cache_pinned(struct chunk_cache *cc, const char *key);
 
+/* Let the loader's plan steer the SSD tier (ssd_tier_set_plan); NULL
+ * turns it off.  plans is borrowed. */
+void chunk_cache_set_plan(struct chunk_cache *cc, struct plan_slot *plans);
+
 /* Start (t) or stop (NULL) recording readers' chunk accesses into an
  * access trace; returns the trace recorded until now (the caller stops
  * it), after every reader that was recording into it has finished. */
@@ -125,6 +141,14 @@ struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct acces
 /* Object key is now at version keep_etag: reclaim the space of its other
  * versions' chunks (in the background). */
 void chunk_cache_forget_versions(struct chunk_cache *cc, const char *key, const char *keep_etag);
+
+/* Small metadata records kept beside the chunks, in the SSD tier's index
+ * (the fs keeps directory listings there): ssd_tier_meta_put/get/del.
+ * TFS_MISS from every call without an SSD tier. */
+bool chunk_cache_has_ssd(const struct chunk_cache *cc);
+int chunk_cache_meta_put(struct chunk_cache *cc, const char *name, const void *value, size_t len);
+int chunk_cache_meta_get(struct chunk_cache *cc, const char *name, void **value, size_t *len);
+int chunk_cache_meta_del(struct chunk_cache *cc, const char *name);
 
 /* Count bytes handed to a reader out of chunk buffers (every byte read is
  * served from the RAM tier's buffers, whichever tier filled them). */

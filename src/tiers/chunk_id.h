@@ -16,4 +16,13 @@ struct chunk_id {
 	uint64_t index;
 };
 
+/* One version of one object, as a reader opened it: what the cache needs
+ * to name its chunks and, on a miss, to fetch them. */
+struct chunk_obj {
+	const char *key;      /* full object key */
+	const char *etag;     /* its ETag, sent as If-Match ("" = none) */
+	const char *cache_id; /* its chunks' name (struct chunk_id's etag) */
+	uint64_t size;
+};
+
 #endif

@@ -12,6 +12,11 @@
  *  - wait_lock + wait_cond: FILLING -> READY/FREE transitions, so a waiter
  *    cannot miss its wake-up (misses only).
  *
+ * Single-flight without a callback: the first miss on a chunk hashes a
+ * FILLING slot and returns it to its caller (TFS_MISS), who fills the
+ * buffer from below and publishes it with ram_tier_fill_done(); a later
+ * miss on the same chunk finds the FILLING slot and waits for that.
+ *
  * Invariants:
  *  - a slot is FREE (not in the hash), FILLING (in the hash, one filler,
  *    waiters hold references) or READY (in the hash, data valid);
@@ -143,8 +148,7 @@ struct ram_tier {
 	atomic_uint_fast64_t ahead_pos;   /* their bytes, ever */
 	atomic_uint_fast64_t ahead_limit; /* of the latest read-ahead bytes, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
-	ram_tier_pinned_fn pinned_fn;   /* is a new chunk's key pinned? NULL = none */
-	void *pinned_ctx;
+	struct pin_set *pins;           /* the operator's pins (borrowed); NULL = none */
 	pthread_mutex_t done_lock;
 	struct chunk_ref *done_top;     /* read through this epoch, newest first */
 	atomic_uint_fast64_t epoch;     /* >= 1 */
@@ -537,7 +541,7 @@ static struct chunk_ref *policy_evict(struct ram_tier *t)
  * ahead, then read-ahead no longer protected (a stopped reader's), and
  * only for a reader, protected read-ahead last: a reader must make
  * progress, but read-ahead never displaces read-ahead still awaited (the
- * contract of ram_tier_prefetch).  NULL when there is none.  At most
+ * contract of RAM_AHEAD).  NULL when there is none.  At most
  * three turns of the hand.  evict_lock held. */
 static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 {
@@ -682,20 +686,18 @@ static int slot_assign(struct ram_tier *t, struct chunk_ref *s, uint64_t h,
 }
 
 /* Whether a chunk being inserted is pinned (before it is hashed, so a
- * ram_tier_pin() that runs later finds it and one that ran before is
+ * ram_tier_pin_key() that runs later finds it and one that ran before is
  * seen here). */
 static bool key_pinned(struct ram_tier *t, const char *key)
 {
-	ram_tier_pinned_fn fn = t->pinned_fn;
-
-	return fn && fn(t->pinned_ctx, key);
+	return t->pins && pin_set_tier(t->pins, key) == PIN_RAM;
 }
 
-static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, size_t size,
-			 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
+/* A private buffer for a miss that found every slot pinned: outside the
+ * slot array and the hash, filled by the caller, freed at its last put. */
+static int overflow_new(struct ram_tier *t, size_t size, struct chunk_ref **out)
 {
 	struct chunk_ref *o = calloc(1, sizeof(*o));
-	int rc;
 
 	if (!o || !(o->buf = chunk_buf_alloc(size))) {
 		free(o);
@@ -705,16 +707,9 @@ static int fill_overflow(struct ram_tier *t, const struct chunk_id *id, size_t s
 	o->tier = t;
 	o->overflow = true;
 	atomic_init(&o->refs, 1);
-	atomic_init(&o->state, SLOT_READY);
-	rc = fill(ctx, id, o->buf, o->cap, &o->len);
-	if (rc != TFS_OK) {
-		free(o->buf);
-		free(o);
-		return rc;
-	}
-	atomic_fetch_add(&t->bytes_fetched, o->len);
+	atomic_init(&o->state, SLOT_FILLING);
 	*out = o;
-	return TFS_OK;
+	return TFS_MISS;
 }
 
 /* Wait (holding a reference on s) until its fill is over. */
@@ -741,14 +736,15 @@ static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
 		atomic_fetch_add(&t->ahead_late, 1);
 }
 
-/* ram_tier_get() and ram_tier_prefetch() (ahead).  A read-ahead finds a
- * chunk already present or in flight and leaves it be (TFS_AGAIN, no
- * reference), and it never overflows (TFS_AGAIN when no slot can be
- * taken without evicting awaited read-ahead); on TFS_OK it holds a
- * reference to the chunk it filled, like a reader. */
-static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out, bool ahead, bool epoch)
+/* ram_tier_lookup(): a hit, a wait for another's fill, or a miss handed
+ * to the caller with a FILLING slot (or an overflow buffer).  A read-ahead
+ * finds a chunk already present or in flight and leaves it be (TFS_AGAIN,
+ * no reference), and it never overflows (TFS_AGAIN when no slot can be
+ * taken without evicting awaited read-ahead). */
+int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		    enum ram_mode mode, struct chunk_ref **out)
 {
+	bool ahead = mode != RAM_READ, epoch = mode == RAM_AHEAD_EPOCH;
 	uint64_t h = chunk_hash(id);
 	size_t size = buf_size(t, expect_len);
 	pthread_mutex_t *sl = stripe_of(t, h);
@@ -814,7 +810,7 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		if (!fresh) {
 			atomic_fetch_add(&t->misses, 1);
 			atomic_fetch_add(&t->overflow, 1);
-			return fill_overflow(t, id, size, fill, ctx, out);
+			return overflow_new(t, size, out);
 		}
 		rc = slot_assign(t, fresh, h, id, size);
 		if (rc != TFS_OK) {
@@ -837,53 +833,54 @@ static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect
 	atomic_fetch_sub(&t->reserving, 1);
 	if (!ahead)
 		atomic_fetch_add(&t->misses, 1);
+	*out = fresh;
+	return TFS_MISS;
+}
 
-	rc = fill(ctx, id, fresh->buf, fresh->cap, &fresh->len);
+int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t len)
+{
+	pthread_mutex_t *sl;
 
+	assert(atomic_load(&r->state) == SLOT_FILLING);
+	assert(rc != TFS_OK || len <= r->cap);
+	if (r->overflow) {
+		if (rc != TFS_OK) {
+			free(r->buf);
+			free(r);
+			return rc;
+		}
+		r->len = len;
+		atomic_fetch_add(&t->bytes_fetched, len);
+		atomic_store(&r->state, SLOT_READY);
+		return TFS_OK;
+	}
 	if (rc == TFS_OK) {
-		policy_insert(t, h);
+		r->len = len;
+		policy_insert(t, r->hash);
 		atomic_fetch_add(&t->insertions, 1);
 		atomic_fetch_add(&t->entries, 1);
-		atomic_fetch_add(&t->bytes_used, fresh->len);
-		atomic_fetch_add(&t->bytes_fetched, fresh->len);
+		atomic_fetch_add(&t->bytes_used, len);
+		atomic_fetch_add(&t->bytes_fetched, len);
 		pthread_mutex_lock(&t->wait_lock);
-		atomic_store(&fresh->state, SLOT_READY);
+		atomic_store(&r->state, SLOT_READY);
 		pthread_cond_broadcast(&t->wait_cond);
 		pthread_mutex_unlock(&t->wait_lock);
-		*out = fresh;
 		return TFS_OK;
 	}
 	atomic_fetch_add(&t->fills_failed, 1);
+	sl = stripe_of(t, r->hash);
 	pthread_mutex_lock(sl);
-	hash_remove(t, fresh);
-	atomic_store(&fresh->ahead, false);   /* neither used nor wasted: failed */
+	hash_remove(t, r);
+	atomic_store(&r->ahead, false);   /* neither used nor wasted: failed */
 	pthread_mutex_unlock(sl);
-	atomic_fetch_or(&fresh->refs, REF_ORPHAN);   /* while we still hold a reference */
+	atomic_fetch_or(&r->refs, REF_ORPHAN);   /* while we still hold a reference */
 	pthread_mutex_lock(&t->wait_lock);
-	fresh->fill_rc = rc;
-	atomic_store(&fresh->state, SLOT_FREE);
+	r->fill_rc = rc;
+	atomic_store(&r->state, SLOT_FREE);
 	pthread_cond_broadcast(&t->wait_cond);
 	pthread_mutex_unlock(&t->wait_lock);
-	chunk_ref_put(fresh);
+	chunk_ref_put(r);
 	return rc;
-}
-
-int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
-{
-	return tier_get(t, id, expect_len, fill, ctx, out, false, false);
-}
-
-int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
-{
-	return tier_get(t, id, expect_len, fill, ctx, out, true, false);
-}
-
-int ram_tier_prefetch_epoch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-			    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out)
-{
-	return tier_get(t, id, expect_len, fill, ctx, out, true, true);
 }
 
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
@@ -891,10 +888,9 @@ void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
 	atomic_store(&t->ahead_limit, bytes);
 }
 
-void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx)
+void ram_tier_set_pins(struct ram_tier *t, struct pin_set *pins)
 {
-	t->pinned_ctx = ctx;
-	t->pinned_fn = fn;
+	t->pins = pins;
 }
 
 /* The READY slot of chunk id, or NULL; stripe lock held. */
@@ -1016,6 +1012,17 @@ void ram_tier_evict_all(struct ram_tier *t, uint64_t *chunks, uint64_t *bytes, u
 const void *chunk_ref_data(const struct chunk_ref *r)
 {
 	return r->buf;
+}
+
+void *chunk_ref_buf(struct chunk_ref *r)
+{
+	assert(atomic_load(&r->state) == SLOT_FILLING);
+	return r->buf;
+}
+
+size_t chunk_ref_cap(const struct chunk_ref *r)
+{
+	return r->cap;
 }
 
 size_t chunk_ref_len(const struct chunk_ref *r)

@@ -29,56 +29,68 @@
 
 #include "evict/evict.h"
 #include "tiers/chunk_id.h"
+#include "tiers/pin_set.h"
 #include "tiers/tier_stats.h"
 
 struct ram_tier;
 struct chunk_ref;
-
-/* Fill buf (cap bytes) with the chunk's bytes; set *len.  Returns a
- * tfs_err code; on failure nothing is cached. */
-typedef int (*ram_tier_fill_fn)(void *ctx, const struct chunk_id *id, void *buf,
-				size_t cap, size_t *len);
 
 /* capacity_bytes >= chunk_size; policy chooses victims.  NULL on out of
  * memory. */
 struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum evict_kind policy);
 void ram_tier_free(struct ram_tier *t);   /* every ref must be put first */
 
-/* Get a reference to chunk id, filling it through fill(ctx, ...) on a miss
- * into a buffer of expect_len bytes (rounded up to 4 KiB; 0 = unknown: a
- * whole chunk), which is the cap fill gets.  *out is set on TFS_OK only;
- * the caller must chunk_ref_put() it. */
-int ram_tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		 ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
+/* Who asks for a chunk:
+ *  RAM_READ         a reader: its miss is an access of the policy, takes a
+ *                   victim if it must, and never fails for want of room
+ *                   (a private buffer then, freed at its last put);
+ *  RAM_AHEAD        read-ahead: TFS_AGAIN when the chunk is present or in
+ *                   flight already, or when no slot can be taken without
+ *                   overflowing (counted as dropped).  Until a reader gets
+ *                   the chunk it is marked read-ahead: evicted only when
+ *                   nothing else can be, while it is among the latest
+ *                   read-ahead bytes (ram_tier_set_ahead_limit); a reader's
+ *                   first get makes it used (late if its fill was still
+ *                   running), an eviction before that makes it wasted;
+ *  RAM_AHEAD_EPOCH  read-ahead for a job that reads each file once an
+ *                   epoch (a plan, a scan): the slot is free, or a chunk
+ *                   read through this epoch (ram_tier_read_done) is
+ *                   evicted for it, never one the epoch has yet to read:
+ *                   fetching one file early at the cost of fetching
+ *                   another again is no gain.  TFS_AGAIN (dropped) when
+ *                   there is no such slot. */
+enum ram_mode { RAM_READ, RAM_AHEAD, RAM_AHEAD_EPOCH };
 
-/* Read chunk id ahead of its reader: fill it through fill(ctx, ...) unless
- * it is present or in flight already (TFS_AGAIN), or no slot can be taken
- * without overflowing (TFS_AGAIN, counted as dropped).  On TFS_OK *out is
- * a reference to the filled chunk (put it).  Until a reader gets it, the
- * chunk is marked read-ahead: evicted only when nothing else can be, while
- * it is among the latest read-ahead bytes (ram_tier_set_ahead_limit);
- * a reader's first get makes it used (late if the fill was still running),
- * an eviction before that makes it wasted. */
-int ram_tier_prefetch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-		      ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
+/* Look chunk id up.
+ *   TFS_OK     *out references the chunk, filled: a hit, perhaps after
+ *              waiting for the fill another caller is running.
+ *   TFS_MISS   the chunk is absent and this caller fills it: *out
+ *              references an empty buffer (chunk_ref_buf(), of
+ *              chunk_ref_cap() bytes: expect_len rounded up to 4 KiB, or
+ *              a whole chunk when expect_len is 0).  Fill it from below,
+ *              then call ram_tier_fill_done() exactly once; until then
+ *              other callers of this chunk wait for it (single-flight).
+ *   TFS_AGAIN  (read-ahead modes) see enum ram_mode; no reference.
+ *   < 0        the fill another caller ran failed with this; or no memory.
+ * *out is set on TFS_OK and TFS_MISS only; chunk_ref_put() it. */
+int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		    enum ram_mode mode, struct chunk_ref **out);
 
-/* The same for a job that reads each file once an epoch (a plan, a
- * scan): the slot is free, or a chunk read through this epoch
- * (ram_tier_read_done) is evicted for it, never one the epoch has yet to
- * read: fetching one file early at the cost of fetching another again is
- * no gain.  TFS_AGAIN (dropped) when there is no such slot. */
-int ram_tier_prefetch_epoch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
-			    ram_tier_fill_fn fill, void *ctx, struct chunk_ref **out);
+/* The fill of r (a TFS_MISS of ram_tier_lookup) is over.  rc TFS_OK: the
+ * len bytes in its buffer are published, waiters get them, and the caller
+ * keeps its reference.  Otherwise nothing is cached, waiters get rc, and
+ * the caller's reference is put.  Returns rc. */
+int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t len);
 
 /* Protect at most `bytes` of the latest read-ahead (counted by buffer
  * size) from eviction (0, the default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
 
 /* Pinned chunks are never evicted; a chunk's pin is decided when it is
- * inserted, by fn(ctx, key) (called under a stripe lock: fn must not call
- * into the tier), and changed by ram_tier_pin().  Set before use. */
-typedef bool (*ram_tier_pinned_fn)(void *ctx, const char *key);
-void ram_tier_set_pinned_fn(struct ram_tier *t, ram_tier_pinned_fn fn, void *ctx);
+ * inserted, by asking pins (borrowed: it outlives the tier; NULL = none)
+ * whether its key is pinned in RAM, and changed by ram_tier_pin_key().
+ * Set before use. */
+void ram_tier_set_pins(struct ram_tier *t, struct pin_set *pins);
 /* Pin or unpin the present chunks (filled or being filled) of object key,
  * every version; key NULL: of every object.  How many changed.  O(slots). */
 size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on);
@@ -109,6 +121,9 @@ void ram_tier_evict_all(struct ram_tier *t, uint64_t *chunks, uint64_t *bytes, u
 
 const void *chunk_ref_data(const struct chunk_ref *r);
 size_t chunk_ref_len(const struct chunk_ref *r);
+/* The buffer a TFS_MISS hands its caller to fill, and its size. */
+void *chunk_ref_buf(struct chunk_ref *r);
+size_t chunk_ref_cap(const struct chunk_ref *r);
 /* Another reference to a chunk the caller already holds one on. */
 struct chunk_ref *chunk_ref_dup(struct chunk_ref *r);
 /* Drop one reference.  NULL is a no-op.  Lock-free. */

@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
 #include "tiers/cache_index.h"
@@ -118,8 +119,7 @@ struct ssd_tier {
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
-	ssd_tier_future_fn future_fn;   /* the reader's plan; NULL = none (under lock) */
-	void *future_ctx;
+	struct plan_slot *plans;     /* the loader's plan; NULL = none (under lock) */
 	struct job *q_head, *q_tail;
 	unsigned q_stores, q_drops;
 	uint64_t seq_queued, seq_done;
@@ -143,25 +143,10 @@ struct ssd_tier {
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
-	ssd_tier_pinned_fn pinned_fn;   /* is a new entry's key pinned? NULL = none */
-	void *pinned_ctx;
+	struct pin_set *pins;        /* the operator's pins (borrowed); NULL = none */
 };
 
 #define STAT_ADD(t, f, n) atomic_fetch_add_explicit(&(t)->f, (n), memory_order_relaxed)
-
-static uint64_t now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);   /* vDSO: no syscall on the hit path */
-	return (uint64_t)ts.tv_sec;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void put_le32(unsigned char *p, uint32_t v)
 {
@@ -398,7 +383,7 @@ static bool needed_soon(void *ctx, uint64_t lo)
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && t->future_fn(t->future_ctx, e->key, false) == SSD_FUTURE_SOON;
+	return e && plan_slot_future(t->plans, e->key, false) == PLAN_SOON;
 }
 
 /* The policy's victim; with a plan, one the plan does not read later if
@@ -408,7 +393,7 @@ static struct ssd_entry *victim_choose(struct ssd_tier *t)
 {
 	uint64_t v;
 
-	while (t->future_fn && evict_policy_victim(t->policy, needed_soon, t, &v)) {
+	while (t->plans && evict_policy_victim(t->policy, needed_soon, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
@@ -669,7 +654,7 @@ static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
  * (then nothing is evicted: another user's data fills the disk, and
  * emptying the cache would not help).  Likewise when key (the object
  * being stored; NULL: an operator's or no chunk) is one the reader's plan
- * is done with (ssd_tier_set_future_fn).  Writer thread, or open. */
+ * is done with (ssd_tier_set_plan).  Writer thread, or open. */
 static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candidate,
 		      const char *key, bool *rejected)
 {
@@ -703,8 +688,8 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 			pthread_mutex_unlock(&t->lock);
 			return true;
 		}
-		if (n == 0 && key && t->future_fn &&
-		    t->future_fn(t->future_ctx, key, true) == SSD_FUTURE_DONE) {
+		if (n == 0 && key && t->plans &&
+		    plan_slot_future(t->plans, key, true) == PLAN_DONE) {
 			pthread_mutex_unlock(&t->lock);
 			*rejected = true;
 			return false;
@@ -731,7 +716,7 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 
 static void degrade(struct ssd_tier *t, const char *what, int err)
 {
-	atomic_store(&t->backoff_until_ms, now_ms() + BACKOFF_MS);
+	atomic_store(&t->backoff_until_ms, clock_coarse_ms() + BACKOFF_MS);
 	if (!atomic_exchange(&t->degraded, true))
 		log_warn("ssd tier %s: %s: %s; degraded: insertions refused, retried in %d ms",
 			 t->dir, what, err ? strerror(err) : tfs_strerror(TFS_E_IO), BACKOFF_MS);
@@ -739,7 +724,7 @@ static void degrade(struct ssd_tier *t, const char *what, int err)
 
 static bool in_backoff(struct ssd_tier *t)
 {
-	return atomic_load(&t->degraded) && now_ms() < atomic_load(&t->backoff_until_ms);
+	return atomic_load(&t->degraded) && clock_coarse_ms() < atomic_load(&t->backoff_until_ms);
 }
 
 /* The index record of entry e; its file name into name (NAME_BUF bytes)
@@ -786,7 +771,7 @@ static void job_store(struct ssd_tier *t, struct job *j)
 		goto fail;
 	}
 	entry_record(t, e, &rec, name);
-	rec.last_access = now_seconds();   /* e is updated under the lock below */
+	rec.last_access = clock_wall_coarse_s();   /* e is updated under the lock below */
 	rc = cache_index_chunk_put(t->ix, &id, &rec);
 	if (rc != TFS_OK) {
 		(void)unlinkat(t->chunks_fd, name, 0);
@@ -800,7 +785,7 @@ static void job_store(struct ssd_tier *t, struct job *j)
 	table_remove(t, e);
 	e->state = ENTRY_STORED;
 	e->last_access = rec.last_access;
-	e->pinned = t->pinned_fn && t->pinned_fn(t->pinned_ctx, e->key);
+	e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
 	table_insert(t, e);
 	pthread_mutex_unlock(&t->lock);
 	STAT_ADD(t, insertions, 1);
@@ -1610,7 +1595,7 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 	 * so the stats of a failed read do not outlive it. */
 	if (e->hits < UINT32_MAX)
 		e->hits++;
-	e->last_access = now_seconds();
+	e->last_access = clock_wall_coarse_s();
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
 
@@ -1719,11 +1704,10 @@ bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const 
 	return store(t, id, data, len, release, arg, true, true);
 }
 
-void ssd_tier_set_future_fn(struct ssd_tier *t, ssd_tier_future_fn fn, void *ctx)
+void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans)
 {
 	pthread_mutex_lock(&t->lock);
-	t->future_fn = fn;
-	t->future_ctx = ctx;
+	t->plans = plans;
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -1745,11 +1729,10 @@ uint64_t ssd_tier_room(struct ssd_tier *t)
 	return t->capacity && t->capacity < room ? t->capacity : room;
 }
 
-void ssd_tier_set_pinned_fn(struct ssd_tier *t, ssd_tier_pinned_fn fn, void *ctx)
+void ssd_tier_set_pins(struct ssd_tier *t, struct pin_set *pins)
 {
 	pthread_mutex_lock(&t->lock);
-	t->pinned_fn = fn;
-	t->pinned_ctx = ctx;
+	t->pins = pins;
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -35,7 +35,9 @@
 #include <stdint.h>
 
 #include "evict/evict.h"
+#include "evict/plan.h"
 #include "tiers/chunk_id.h"
+#include "tiers/pin_set.h"
 #include "tiers/tier_stats.h"
 
 struct ssd_tier;
@@ -84,23 +86,16 @@ bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *d
 bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			 size_t len, ssd_tier_release_fn release, void *arg);
 
-/* What a reader's plan (fs/plan.h) says of an object: read later in it
- * (SOON), not (DONE), or nothing (UNKNOWN: no plan, or not in it).  For a
- * chunk being stored (storing true) "later" means after the read its copy
- * was fetched for: the next open of it, or the one a fetch ahead of the
- * plan serves. */
-enum ssd_future { SSD_FUTURE_UNKNOWN, SSD_FUTURE_SOON, SSD_FUTURE_DONE };
-typedef enum ssd_future (*ssd_tier_future_fn)(void *ctx, const char *key, bool storing);
-
-/* Let the plan steer the tier (Belady's rule with the plan as the
- * future): a chunk the plan is DONE with once read is stored only in free
- * room, never by evicting (it is the furthest needed of all); and
- * eviction passes over chunks of objects the plan reads later (SOON)
- * while the policy has another victim.  The question is asked when the
- * writer stores the chunk, not when it is queued.  fn is called with the tier's
- * lock held, from any thread: it must not call into the tier.  NULL
- * turns it off; after this returns the old fn is no longer called. */
-void ssd_tier_set_future_fn(struct ssd_tier *t, ssd_tier_future_fn fn, void *ctx);
+/* Let the loader's plan steer the tier (Belady's rule with the plan as
+ * the future; evict/plan.h): a chunk the plan is DONE with once read is
+ * stored only in free room, never by evicting (it is the furthest needed
+ * of all); and eviction passes over chunks of objects the plan reads
+ * later (SOON) while the policy has another victim.  The question is
+ * asked when the writer stores the chunk, not when it is queued, with
+ * the tier's lock held (the slot's lock is a leaf).  plans is borrowed
+ * and must outlive its use; NULL turns it off, and once this returns the
+ * old one is no longer read. */
+void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans);
 
 /* ssd_tier_store() for an operator's warm-up: the admission policy is
  * not asked (victims are still evicted to make room), and a full write
@@ -116,11 +111,10 @@ uint64_t ssd_tier_room(struct ssd_tier *t);
 size_t ssd_tier_contains(struct ssd_tier *t, const struct chunk_id *id);
 
 /* Pinned chunks are never evicted: a chunk's pin is decided when it is
- * stored, by fn(ctx, key) (called with the tier's lock held: fn must not
- * call into the tier), and changed by ssd_tier_pin().  Pins are not
- * persisted. */
-typedef bool (*ssd_tier_pinned_fn)(void *ctx, const char *key);
-void ssd_tier_set_pinned_fn(struct ssd_tier *t, ssd_tier_pinned_fn fn, void *ctx);
+ * stored, by asking pins (borrowed, outlives its use; NULL = none)
+ * whether its key is pinned on SSD, and changed by ssd_tier_pin_key().
+ * Pins are not persisted. */
+void ssd_tier_set_pins(struct ssd_tier *t, struct pin_set *pins);
 /* Pin or unpin the stored chunks of object key, every version (found
  * through the index); key NULL: of every object.  How many changed. */
 size_t ssd_tier_pin_key(struct ssd_tier *t, const char *key, bool on);

@@ -113,11 +113,11 @@ Test(readahead, sequential_reader_is_read_ahead_exact_and_fetched_once)
 	mount_ra(NULL);
 	it_drop_caches();
 	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, 256 * 1024);
-	long long used = it_daemon_stat(&mnt, "ra.used");
-	long long issued = it_daemon_stat(&mnt, "ra.issued");
+	long long used = it_daemon_stat(&mnt, "readahead.used");
+	long long issued = it_daemon_stat(&mnt, "readahead.issued");
 	cr_expect_geq(used, SEQ_CHUNKS / 2, "%lld of %d chunks read ahead and used", used,
 		      SEQ_CHUNKS);
-	cr_expect_eq(it_daemon_stat(&mnt, "ra.wasted"), 0);
+	cr_expect_eq(it_daemon_stat(&mnt, "readahead.wasted"), 0);
 	cr_expect_leq(issued, SEQ_CHUNKS);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), SEQ_CHUNKS,
 		     "each chunk fetched once, by the reader or ahead of it");
@@ -143,8 +143,8 @@ Test(readahead, directory_in_listing_order_is_fetched_before_opened)
 		it_fmt(rel, sizeof(rel), "imgs/%03d.jpg", i);
 		read_seq_exact(rel, 1000 + (uint64_t)i, IMG_SIZE + (uint64_t)i, 64 * 1024);
 	}
-	long long files = it_daemon_stat(&mnt, "ra.files");
-	long long used = it_daemon_stat(&mnt, "ra.used");
+	long long files = it_daemon_stat(&mnt, "readahead.files");
+	long long used = it_daemon_stat(&mnt, "readahead.used");
 	cr_expect_geq(files, N_IMGS - 8, "%lld of %d files read ahead", files, N_IMGS);
 	cr_expect_geq(used, N_IMGS - 8, "%lld read ahead and used", used);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "one GET per file");
@@ -174,7 +174,7 @@ Test(readahead, random_reader_reads_nothing_ahead)
 	}
 	close(fd);
 	free(buf);
-	long long issued = it_daemon_stat(&mnt, "ra.issued");
+	long long issued = it_daemon_stat(&mnt, "readahead.issued");
 	cr_expect_leq(issued, 2, "%lld chunks read ahead for a random reader", issued);
 	it_unmount_ok(&env, &mnt);
 }
@@ -186,7 +186,7 @@ Test(readahead, off_means_off)
 	mount_ra(extra);
 	it_drop_caches();
 	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, IT_MIB);
-	cr_expect_eq(it_daemon_stat(&mnt, "ra.issued"), 0);
+	cr_expect_eq(it_daemon_stat(&mnt, "readahead.issued"), 0);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), SEQ_CHUNKS);
 	it_unmount_ok(&env, &mnt);
 }
@@ -201,7 +201,7 @@ Test(readahead, failed_read_ahead_gets_cost_the_reader_nothing_but_time)
 	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=6&method=GET"), 0);
 	read_seq_exact(SEQ_KEY, SEQ_SEED, SEQ_SIZE, 256 * 1024);
 	cr_expect_gt(it_proxy_stat(&proxy, "faults"), 0, "the faults fired");
-	cr_expect_eq(it_daemon_stat(&mnt, "ra.wasted"), 0);
+	cr_expect_eq(it_daemon_stat(&mnt, "readahead.wasted"), 0);
 	it_proxy_clear(&proxy);
 	it_unmount_ok(&env, &mnt);
 }
@@ -223,7 +223,7 @@ Test(readahead, shuffled_epoch_is_fetched_ahead_once)
 		order[i] = (i * 17 + 5) % N_IMGS;   /* 17 is prime to 40: a permutation */
 	loader_epoch(order, false);
 	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", out, sizeof(out)), 200);
-	long long scanned = it_daemon_stat(&mnt, "ra.scan_files");
+	long long scanned = it_daemon_stat(&mnt, "readahead.scan_files");
 	cr_expect_gt(scanned, 0, "the scan fetched nothing ahead");
 	cr_expect_leq(scanned, N_IMGS - 16, "the scan fetched files already opened");
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
@@ -332,9 +332,9 @@ Test(readahead, a_loaders_plan_is_fetched_ahead_in_its_order)
 			       128 * 1024);
 	}
 	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", out, sizeof(out)), 200);
-	long long planned = it_daemon_stat(&mnt, "ra.plan_files");
+	long long planned = it_daemon_stat(&mnt, "readahead.plan_files");
 	cr_expect_geq(planned, N_IMGS / 2, "only %lld of %d files fetched ahead", planned, N_IMGS);
-	cr_expect_eq(it_daemon_stat(&mnt, "ra.scan_files"), 0, "a scan ran beside the plan");
+	cr_expect_eq(it_daemon_stat(&mnt, "readahead.scan_files"), 0, "a scan ran beside the plan");
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
 	long long heads = it_proxy_stat(&proxy, "HEAD");
 	/* at most the reader's own lookup of "imgs", when it comes before the

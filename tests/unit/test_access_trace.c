@@ -10,21 +10,18 @@
 #include "common/tfs_err.h"
 #include "sim/trace.h"
 #include "tiers/access_trace.h"
+#include "tmpdir.h"
 
 static char dir[64];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/tierfs-at-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "at");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cleanup of %s failed\n", dir);
+	tmpdir_remove(dir);
 }
 
 TestSuite(access_trace, .init = setup, .fini = teardown);

@@ -8,23 +8,18 @@
 
 #include "common/tfs_err.h"
 #include "tiers/cache_index.h"
+#include "tmpdir.h"
 
 static char dir[64];
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static void setup(void)
 {
-	strcpy(dir, "/tmp/tfs-ix-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "ix");
 }
 
 static void teardown(void)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(dir);
 }
 
 TestSuite(cache_index, .init = setup, .fini = teardown);

@@ -12,40 +12,71 @@
 #include "fake_objstore.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
+#include "tmpdir.h"
 
 #define CS (64u * 1024)
 
+/* The "object store": every object's byte at offset off is
+ * fake_byte(seed ^ etag[1], off), so two versions differ; GETs are
+ * counted, can be made slow or failing. */
 struct store {
+	struct objstore base;        /* first member */
 	atomic_int fetches;
 	int fail_rc;
 	unsigned seed;
 	useconds_t delay;
 };
 
-/* The "object store": chunk bytes are fake_byte(seed ^ index, i). */
-static int fetch(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
+static unsigned version_seed(const struct store *s, const char *etag)
 {
-	struct store *s = ctx;
+	return s->seed ^ (unsigned char)(etag[0] ? etag[1] : 0);
+}
+
+static int store_get_range(struct objstore *os, const char *key, const char *if_match,
+			   uint64_t off, size_t len, void *buf, size_t *got,
+			   struct tfs_errinfo *ei)
+{
+	struct store *s = (struct store *)os;
 
 	atomic_fetch_add(&s->fetches, 1);
 	if (s->delay)
 		usleep(s->delay);
 	if (s->fail_rc)
 		return s->fail_rc;
-	for (size_t i = 0; i < cap; i++)
-		((unsigned char *)buf)[i] = fake_byte(s->seed ^ (unsigned)id->index, i);
-	*len = cap - (size_t)id->index;    /* distinct lengths */
+	for (size_t i = 0; i < len; i++)
+		((unsigned char *)buf)[i] = fake_byte(version_seed(s, if_match ? if_match : ""),
+						      off + i);
+	*got = len;
 	return TFS_OK;
 }
 
-static bool bytes_ok(const struct store *s, const struct chunk_id *id, const struct chunk_ref *r)
+/* the cache never lists nor HEADs */
+static const struct objstore_ops store_ops = { .get_range = store_get_range };
+
+static void store_init(struct store *s, unsigned seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->base.ops = &store_ops;
+	s->seed = seed;
+}
+
+/* Object "obj/key" at version etag, of size bytes. */
+static struct chunk_obj obj(const char *key, const char *etag, uint64_t size)
+{
+	return (struct chunk_obj){ key, etag, etag, size };
+}
+
+static bool bytes_ok(const struct store *s, const struct chunk_obj *o, uint64_t idx,
+		     const struct chunk_ref *r)
 {
 	const unsigned char *p = chunk_ref_data(r);
+	uint64_t start = idx * CS;
+	size_t want = (size_t)(o->size - start < CS ? o->size - start : CS);
 
-	if (chunk_ref_len(r) != CS - id->index)
+	if (chunk_ref_len(r) != want)
 		return false;
-	for (size_t i = 0; i < chunk_ref_len(r); i++)
-		if (p[i] != fake_byte(s->seed ^ (unsigned)id->index, i))
+	for (size_t i = 0; i < want; i++)
+		if (p[i] != fake_byte(version_seed(s, o->etag), start + i))
 			return false;
 	return true;
 }
@@ -54,16 +85,12 @@ static char dir[64];
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/tierfs-cc-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "cc");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cleanup of %s failed\n", dir);
+	tmpdir_remove(dir);
 }
 
 TestSuite(chunk_cache, .init = setup, .fini = teardown, .timeout = 60);
@@ -79,28 +106,40 @@ static struct ssd_tier *ssd_open(void)
 	return t;
 }
 
-static struct chunk_cache *cc_new(struct ssd_tier *ssd, unsigned ram_chunks)
+static struct chunk_cache *cc_new_cfg(struct store *s, struct ssd_tier *ssd, uint64_t ram_bytes)
 {
-	struct chunk_cache_config c = { .ram_bytes = (uint64_t)ram_chunks * CS, .chunk_size = CS,
-					.ssd = ssd };
+	struct chunk_cache_config c = { .store = &s->base, .parallel_gets = 1,
+					.ram_bytes = ram_bytes, .chunk_size = CS, .ssd = ssd };
 	struct chunk_cache *cc = chunk_cache_new(&c);
 	cr_assert_not_null(cc);
 	return cc;
 }
 
+static struct chunk_cache *cc_new(struct store *s, struct ssd_tier *ssd, unsigned ram_chunks)
+{
+	return cc_new_cfg(s, ssd, (uint64_t)ram_chunks * CS);
+}
+
+/* The object get_ok() reads: 8 chunks, the last 3 bytes short. */
+#define OBJ_SIZE (8 * CS - 3)
+
 static void get_ok(struct chunk_cache *cc, struct store *s, const char *etag, uint64_t idx)
 {
-	struct chunk_id id = { "obj/key", etag, idx };
+	struct chunk_obj o = obj("obj/key", etag, OBJ_SIZE);
 	struct chunk_ref *r;
-	cr_assert_eq(chunk_cache_get(cc, &id, CS - (size_t)idx, fetch, s, &r), TFS_OK);
-	cr_assert(bytes_ok(s, &id, r), "chunk %llu: wrong bytes", (unsigned long long)idx);
+
+	cr_assert_eq(chunk_cache_get(cc, &o, idx, &r), TFS_OK);
+	cr_assert(bytes_ok(s, &o, idx, r), "chunk %llu: wrong bytes", (unsigned long long)idx);
 	chunk_ref_put(r);
 }
 
 Test(chunk_cache, ram_only_second_get_is_a_hit)
 {
-	struct store s = { .seed = 1 };
-	struct chunk_cache *cc = cc_new(NULL, 4);
+	struct store s;
+	struct chunk_cache *cc;
+
+	store_init(&s, 1);
+	cc = cc_new(&s, NULL, 4);
 	struct chunk_cache_stats st;
 
 	get_ok(cc, &s, "e1", 0);
@@ -119,11 +158,13 @@ Test(chunk_cache, ram_only_second_get_is_a_hit)
 
 Test(chunk_cache, ssd_serves_what_ram_evicted_and_what_a_restart_forgot)
 {
-	struct store s = { .seed = 2 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 2);
+	struct chunk_cache *cc;
 	struct chunk_cache_stats st;
 
+	store_init(&s, 2);
+	cc = cc_new(&s, ssd, 2);
 	for (uint64_t i = 0; i < 6; i++)
 		get_ok(cc, &s, "e1", i);
 	ssd_tier_flush(ssd);
@@ -140,7 +181,7 @@ Test(chunk_cache, ssd_serves_what_ram_evicted_and_what_a_restart_forgot)
 
 	/* a restart: new RAM, reopened SSD tier, no fetch at all */
 	ssd = ssd_open();
-	cc = cc_new(ssd, 2);
+	cc = cc_new(&s, ssd, 2);
 	for (uint64_t i = 0; i < 6; i++)
 		get_ok(cc, &s, "e1", i);
 	cr_assert_eq(s.fetches, 6);
@@ -153,14 +194,17 @@ Test(chunk_cache, ssd_serves_what_ram_evicted_and_what_a_restart_forgot)
 
 Test(chunk_cache, failed_fetch_caches_nothing_anywhere)
 {
-	struct store s = { .seed = 3, .fail_rc = TFS_E_IO };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 2);
-	struct chunk_id id = { "obj/key", "e1", 0 };
+	struct chunk_cache *cc;
+	struct chunk_obj o = obj("obj/key", "e1", OBJ_SIZE);
 	struct chunk_ref *r = NULL;
 	struct chunk_cache_stats st;
 
-	cr_assert_eq(chunk_cache_get(cc, &id, CS, fetch, &s, &r), TFS_E_IO);
+	store_init(&s, 3);
+	s.fail_rc = TFS_E_IO;
+	cc = cc_new(&s, ssd, 2);
+	cr_assert_eq(chunk_cache_get(cc, &o, 0, &r), TFS_E_IO);
 	cr_assert_null(r);
 	ssd_tier_flush(ssd);
 	chunk_cache_stats(cc, &st);
@@ -175,11 +219,13 @@ Test(chunk_cache, failed_fetch_caches_nothing_anywhere)
 
 Test(chunk_cache, another_etag_is_another_chunk_and_old_versions_are_reclaimed)
 {
-	struct store s = { .seed = 4 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 1);
+	struct chunk_cache *cc;
 	struct chunk_cache_stats st;
 
+	store_init(&s, 4);
+	cc = cc_new(&s, ssd, 1);
 	get_ok(cc, &s, "v1", 0);
 	get_ok(cc, &s, "v1", 1);
 	get_ok(cc, &s, "v2", 0);
@@ -190,7 +236,7 @@ Test(chunk_cache, another_etag_is_another_chunk_and_old_versions_are_reclaimed)
 	chunk_cache_stats(cc, &st);
 	cr_assert_eq(st.ssd.entries, 1, "v1's chunks must be gone");
 	chunk_cache_free(cc);
-	cc = cc_new(ssd, 1);                /* empty RAM: only the SSD tier could serve v1 */
+	cc = cc_new(&s, ssd, 1);            /* empty RAM: only the SSD tier could serve v1 */
 	get_ok(cc, &s, "v2", 0);
 	cr_assert_eq(s.fetches, 3);
 	get_ok(cc, &s, "v1", 0);
@@ -205,11 +251,13 @@ Test(chunk_cache, another_etag_is_another_chunk_and_old_versions_are_reclaimed)
  * policy's job; a new ETag is reclaimed for as before. */
 Test(chunk_cache, a_reclaim_asked_again_for_the_same_version_is_skipped)
 {
-	struct store s = { .seed = 4 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 1);
+	struct chunk_cache *cc;
 	struct chunk_cache_stats st;
 
+	store_init(&s, 4);
+	cc = cc_new(&s, ssd, 1);
 	get_ok(cc, &s, "v1", 0);
 	get_ok(cc, &s, "v2", 0);
 	ssd_tier_flush(ssd);
@@ -241,12 +289,12 @@ struct racer {
 static void *race(void *arg)
 {
 	struct racer *r = arg;
-	struct chunk_id id = { "obj/key", "e1", 3 };
+	struct chunk_obj o = obj("obj/key", "e1", OBJ_SIZE);
 	struct chunk_ref *ref;
 
-	r->rc = chunk_cache_get(r->cc, &id, CS - 3, fetch, r->s, &ref);
+	r->rc = chunk_cache_get(r->cc, &o, 3, &ref);
 	if (r->rc == TFS_OK) {
-		r->ok = bytes_ok(r->s, &id, ref);
+		r->ok = bytes_ok(r->s, &o, 3, ref);
 		chunk_ref_put(ref);
 	}
 	return NULL;
@@ -254,12 +302,15 @@ static void *race(void *arg)
 
 Test(chunk_cache, thirty_two_concurrent_misses_fetch_once)
 {
-	struct store s = { .seed = 5, .delay = 50000 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 4);
+	struct chunk_cache *cc;
 	struct racer rs[32];
 	pthread_t th[32];
 
+	store_init(&s, 5);
+	s.delay = 50000;
+	cc = cc_new(&s, ssd, 4);
 	for (int i = 0; i < 32; i++) {
 		rs[i] = (struct racer){ cc, &s, -100, false };
 		pthread_create(&th[i], NULL, race, &rs[i]);
@@ -276,11 +327,13 @@ Test(chunk_cache, thirty_two_concurrent_misses_fetch_once)
 
 Test(chunk_cache, a_vanished_ssd_tier_is_a_miss_not_an_error)
 {
-	struct store s = { .seed = 6 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 1);
+	struct chunk_cache *cc;
 	char cmd[160];
 
+	store_init(&s, 6);
+	cc = cc_new(&s, ssd, 1);
 	for (uint64_t i = 0; i < 4; i++)
 		get_ok(cc, &s, "e1", i);
 	ssd_tier_flush(ssd);
@@ -295,19 +348,24 @@ Test(chunk_cache, a_vanished_ssd_tier_is_a_miss_not_an_error)
 
 Test(chunk_cache, an_ssd_copy_of_another_length_is_not_used)
 {
-	struct store s = { .seed = 7 };
+	struct store s;
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache *cc = cc_new(ssd, 2);
-	struct chunk_id id = { "obj/key", "e1", 0 };
+	struct chunk_cache *cc;
+	struct chunk_obj shorter = obj("obj/key", "e1", 100);
 	struct chunk_ref *r;
 
+	store_init(&s, 7);
+	cc = cc_new(&s, ssd, 2);
 	get_ok(cc, &s, "e1", 0);
 	ssd_tier_flush(ssd);
+	/* same (key, ETag, index), but the version opened says 100 bytes: a
+	 * RAM chunk of another length is refused, an SSD copy fetched again */
+	cr_assert_eq(chunk_cache_get(cc, &shorter, 0, &r), TFS_E_STALE);
 	chunk_cache_free(cc);
-	cc = cc_new(ssd, 2);
-	/* same (key, ETag, index), but the opened version says 100 bytes */
-	cr_assert_eq(chunk_cache_get(cc, &id, 100, fetch, &s, &r), TFS_OK);
+	cc = cc_new(&s, ssd, 2);
+	cr_assert_eq(chunk_cache_get(cc, &shorter, 0, &r), TFS_OK);
 	cr_assert_eq(s.fetches, 2, "the SSD copy of the wrong length was served");
+	cr_assert(bytes_ok(&s, &shorter, 0, r));
 	chunk_ref_put(r);
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
@@ -327,14 +385,22 @@ static struct ssd_tier *ssd_open_cap(uint64_t chunks)
 	return t;
 }
 
-/* n chunks of key: read each once (RAM, then SSD write-behind). */
+/* The n-chunk object key ("e1", its last chunk 1 byte short). */
+static struct chunk_obj obj_n(const char *key, unsigned n)
+{
+	return obj(key, "e1", (uint64_t)n * CS - 1);
+}
+
+/* Every chunk of the n-chunk object key: read each once (RAM, then SSD
+ * write-behind). */
 static void read_chunks(struct chunk_cache *cc, struct store *s, const char *key, unsigned n)
 {
+	struct chunk_obj o = obj_n(key, n);
+
 	for (unsigned i = 0; i < n; i++) {
-		struct chunk_id id = { key, "e1", i };
 		struct chunk_ref *r;
-		cr_assert_eq(chunk_cache_get(cc, &id, CS - i, fetch, s, &r), TFS_OK);
-		cr_assert(bytes_ok(s, &id, r));
+		cr_assert_eq(chunk_cache_get(cc, &o, i, &r), TFS_OK);
+		cr_assert(bytes_ok(s, &o, i, r));
 		chunk_ref_put(r);
 	}
 }
@@ -342,31 +408,30 @@ static void read_chunks(struct chunk_cache *cc, struct store *s, const char *key
 Test(chunk_cache, warm_into_ssd_takes_no_ram_and_later_reads_hit_ssd)
 {
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache_config cfg = { .ram_bytes = 4 * CS, .chunk_size = CS, .ssd = ssd };
-	struct chunk_cache *cc = chunk_cache_new(&cfg);
-	struct store s = { .seed = 7 };
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_obj w = obj_n("w", 3);
 	uint64_t ram, on_ssd;
 	bool fetched;
 
+	store_init(&s, 7);
+	cc = cc_new(&s, ssd, 4);
 	for (unsigned i = 0; i < 3; i++) {
-		struct chunk_id id = { "w", "e1", i };
-		cr_assert_eq(chunk_cache_warm(cc, &id, CS - i, PIN_SSD, fetch, &s, &fetched), TFS_OK);
+		cr_assert_eq(chunk_cache_warm(cc, &w, i, PIN_SSD, &fetched), TFS_OK);
 		cr_expect(fetched);
 	}
 	ssd_tier_flush(ssd);
-	/* the object is 3 chunks: CS, CS-1, CS-2 bytes */
-	chunk_cache_residency(cc, "w", "e1", 3 * CS - 3, &ram, &on_ssd);
+	chunk_cache_residency(cc, &w, &ram, &on_ssd);
 	cr_expect_eq(ram, 0, "warm --tier ssd filled RAM");
-	cr_expect_eq(on_ssd, 3 * CS - 3);
+	cr_expect_eq(on_ssd, w.size);
 	/* warming again fetches nothing */
-	struct chunk_id id0 = { "w", "e1", 0 };
-	cr_assert_eq(chunk_cache_warm(cc, &id0, CS, PIN_SSD, fetch, &s, &fetched), TFS_OK);
+	cr_assert_eq(chunk_cache_warm(cc, &w, 0, PIN_SSD, &fetched), TFS_OK);
 	cr_expect(!fetched);
 	cr_expect_eq(s.fetches, 3);
 	read_chunks(cc, &s, "w", 3);
 	cr_expect_eq(s.fetches, 3, "reads after a warm-up went to the store");
-	chunk_cache_residency(cc, "w", "e1", 3 * CS - 3, &ram, &on_ssd);
-	cr_expect_eq(ram, 3 * CS - 3);
+	chunk_cache_residency(cc, &w, &ram, &on_ssd);
+	cr_expect_eq(ram, w.size);
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }
@@ -374,13 +439,15 @@ Test(chunk_cache, warm_into_ssd_takes_no_ram_and_later_reads_hit_ssd)
 Test(chunk_cache, pinned_file_stays_on_a_full_ssd_until_unpinned)
 {
 	struct ssd_tier *ssd = ssd_open_cap(6);
-	struct chunk_cache_config cfg = { .ram_bytes = 2 * CS, .chunk_size = CS, .ssd = ssd };
-	struct chunk_cache *cc = chunk_cache_new(&cfg);
-	struct store s = { .seed = 9 };
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_obj pinned = obj_n("pinned", 2);
 	const char *keys[] = { "pinned" };
 	uint64_t sizes[] = { 2 * CS - 1 }, would, ram, on_ssd;
 	char other[16];
 
+	store_init(&s, 9);
+	cc = cc_new(&s, ssd, 2);
 	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 1, PIN_SSD, &would), TFS_OK);
 	cr_expect_eq(would, 2 * CS - 1);
 	read_chunks(cc, &s, "pinned", 2);
@@ -389,12 +456,12 @@ Test(chunk_cache, pinned_file_stays_on_a_full_ssd_until_unpinned)
 		read_chunks(cc, &s, other, 4);
 		ssd_tier_flush(ssd);
 	}
-	chunk_cache_residency(cc, "pinned", "e1", 2 * CS - 1, &ram, &on_ssd);
+	chunk_cache_residency(cc, &pinned, &ram, &on_ssd);
 	cr_expect_eq(on_ssd, 2 * CS - 1, "a pinned chunk left the SSD tier");
 	cr_expect_eq(chunk_cache_pinned(cc, "pinned"), PIN_SSD);
 	/* evicting it on request is refused too */
 	struct chunk_cache_evicted ev = { 0 };
-	chunk_cache_evict(cc, "pinned", "e1", 2 * CS - 1, PIN_SSD, &ev);
+	chunk_cache_evict(cc, &pinned, PIN_SSD, &ev);
 	cr_expect_eq(ev.chunks, 0);
 	cr_expect_eq(ev.pinned, 2);
 	/* unpinned: ordinary again, pressure evicts it */
@@ -405,7 +472,7 @@ Test(chunk_cache, pinned_file_stays_on_a_full_ssd_until_unpinned)
 		read_chunks(cc, &s, other, 4);
 		ssd_tier_flush(ssd);
 	}
-	chunk_cache_residency(cc, "pinned", "e1", 2 * CS - 1, &ram, &on_ssd);
+	chunk_cache_residency(cc, &pinned, &ram, &on_ssd);
 	cr_expect_eq(on_ssd, 0, "unpinned chunks never evicted");
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
@@ -413,12 +480,14 @@ Test(chunk_cache, pinned_file_stays_on_a_full_ssd_until_unpinned)
 
 Test(chunk_cache, pinning_more_than_fits_is_refused_whole)
 {
-	struct chunk_cache_config cfg = { .ram_bytes = 8 * CS, .chunk_size = CS };
-	struct chunk_cache *cc = chunk_cache_new(&cfg);
+	struct store s;
+	struct chunk_cache *cc;
 	const char *keys[] = { "a", "b", "c" };
 	uint64_t sizes[] = { 2 * CS, 2 * CS, 1 }, would;
 	struct chunk_cache_stats st;
 
+	store_init(&s, 1);
+	cc = cc_new(&s, NULL, 8);
 	cr_expect_eq(chunk_cache_pin_limit(cc, PIN_RAM), 4 * CS);
 	cr_assert_eq(chunk_cache_pin(cc, keys, sizes, 3, PIN_RAM, &would), TFS_E_NOSPC);
 	cr_expect_eq(would, 4 * CS + 1);
@@ -443,19 +512,21 @@ Test(chunk_cache, pinning_more_than_fits_is_refused_whole)
 Test(chunk_cache, evict_drops_a_version_from_both_tiers_and_all)
 {
 	struct ssd_tier *ssd = ssd_open();
-	struct chunk_cache_config cfg = { .ram_bytes = 8 * CS, .chunk_size = CS, .ssd = ssd };
-	struct chunk_cache *cc = chunk_cache_new(&cfg);
-	struct store s = { .seed = 3 };
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_obj x = obj_n("x", 2), y = obj_n("y", 2);
 	struct chunk_cache_evicted ev = { 0 };
 	uint64_t ram, on_ssd;
 
+	store_init(&s, 3);
+	cc = cc_new(&s, ssd, 8);
 	read_chunks(cc, &s, "x", 2);
 	read_chunks(cc, &s, "y", 2);
 	ssd_tier_flush(ssd);
-	chunk_cache_evict(cc, "x", "e1", 2 * CS - 1, PIN_RAM | PIN_SSD, &ev);
+	chunk_cache_evict(cc, &x, PIN_RAM | PIN_SSD, &ev);
 	cr_expect_eq(ev.chunks, 4, "2 chunks in each tier");
 	cr_expect_eq(ev.bytes, 2 * (2 * CS - 1));
-	chunk_cache_residency(cc, "x", "e1", 2 * CS - 1, &ram, &on_ssd);
+	chunk_cache_residency(cc, &x, &ram, &on_ssd);
 	cr_expect_eq(ram + on_ssd, 0);
 	read_chunks(cc, &s, "x", 2);
 	cr_expect_eq(s.fetches, 6, "evicted chunks came from the store again");
@@ -463,7 +534,7 @@ Test(chunk_cache, evict_drops_a_version_from_both_tiers_and_all)
 	ssd_tier_flush(ssd);
 	chunk_cache_evict_all(cc, PIN_RAM, &ev);
 	cr_expect_eq(ev.chunks, 4);
-	chunk_cache_residency(cc, "y", "e1", 2 * CS - 1, &ram, &on_ssd);
+	chunk_cache_residency(cc, &y, &ram, &on_ssd);
 	cr_expect_eq(ram, 0);
 	cr_expect_eq(on_ssd, 2 * CS - 1, "--tier ram left SSD alone");
 	chunk_cache_free(cc);

@@ -1,11 +1,11 @@
-/* Unit tests for src/common/config: options, sizes, sources, files. */
+/* Unit tests for src/config: options, sizes, sources, files. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config.h"
+#include "config.h"
 #include "evict/evict.h"
 
 static char err[512];

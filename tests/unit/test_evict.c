@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "evict/evict.h"
-#include "evict/evict_internal.h"
+#include "evict/policy.h"
 
 static const enum evict_kind all_kinds[] = { EVICT_LRU, EVICT_LFU, EVICT_TINYLFU };
 #define N_KINDS (sizeof(all_kinds) / sizeof(all_kinds[0]))

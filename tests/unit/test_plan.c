@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs/plan.h"
+#include "evict/plan.h"
 
 static struct ra_plan *plan_of(size_t n, size_t wfiles, uint64_t wbytes)
 {

@@ -16,6 +16,45 @@ struct counter {
 	useconds_t delay;
 };
 
+typedef int (*fill_fn)(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len);
+
+/* The caller's side of a lookup, as the chunk cache does it: on a miss,
+ * fill the buffer through fill(ctx, ...) and publish it. */
+static int tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		       enum ram_mode mode, fill_fn fill, void *ctx, struct chunk_ref **out)
+{
+	struct chunk_ref *r;
+	size_t len = 0;
+	int rc = ram_tier_lookup(t, id, expect_len, mode, &r);
+
+	*out = NULL;
+	if (rc == TFS_MISS) {
+		rc = fill(ctx, id, chunk_ref_buf(r), chunk_ref_cap(r), &len);
+		rc = ram_tier_fill_done(t, r, rc, len);
+	}
+	if (rc == TFS_OK)
+		*out = r;
+	return rc;
+}
+
+static int tier_get(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		    fill_fn fill, void *ctx, struct chunk_ref **out)
+{
+	return tier_lookup(t, id, expect_len, RAM_READ, fill, ctx, out);
+}
+
+static int tier_ahead(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+		      fill_fn fill, void *ctx, struct chunk_ref **out)
+{
+	return tier_lookup(t, id, expect_len, RAM_AHEAD, fill, ctx, out);
+}
+
+static int tier_ahead_epoch(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
+			    fill_fn fill, void *ctx, struct chunk_ref **out)
+{
+	return tier_lookup(t, id, expect_len, RAM_AHEAD_EPOCH, fill, ctx, out);
+}
+
 static int fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, size_t *len)
 {
 	struct counter *c = ctx;
@@ -26,7 +65,7 @@ static int fill(void *ctx, const struct chunk_id *id, void *buf, size_t cap, siz
 	if (c->fail_rc)
 		return c->fail_rc;
 	memset(buf, (int)(id->index & 0xff), cap);
-	*len = cap - (size_t)id->index;   /* distinct lengths */
+	*len = cap - (size_t)(id->index % 1024);   /* distinct lengths */
 	return TFS_OK;
 }
 
@@ -38,15 +77,15 @@ Test(ram_tier, hit_after_miss_and_etag_separates_versions)
 	struct chunk_id a = { "obj", "\"v1\"", 3 }, b = { "obj", "\"v2\"", 3 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 3);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 3);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 1);
 	/* same key and index, another ETag: never the old bytes */
-	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &b, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_stats(t, &st);
@@ -64,7 +103,7 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 
 	for (uint64_t i = 0; i < 3; i++) {
 		struct chunk_id id = { "k", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
 	ram_tier_stats(t, &st);
@@ -74,10 +113,10 @@ Test(ram_tier, capacity_bound_and_lru_victim)
 	/* chunk 0 was the least recently used: it is gone, 1 and 2 stay */
 	{
 		struct chunk_id id2 = { "k", "e", 2 }, id0 = { "k", "e", 0 };
-		cr_assert_eq(ram_tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 3);
-		cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 		cr_assert_eq(c.fills, 4);
 	}
@@ -92,9 +131,9 @@ Test(ram_tier, referenced_chunks_are_never_reused)
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &held), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &held), TFS_OK);
 	/* the only slot is pinned: b is served from an overflow buffer */
-	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &other), TFS_OK);
+	cr_assert_eq(tier_get(t, &b, 0, fill, &c, &other), TFS_OK);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(held))[0], 1);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(other))[0], 2);
 	ram_tier_stats(t, &st);
@@ -111,10 +150,10 @@ Test(ram_tier, failed_fill_caches_nothing)
 	struct chunk_ref *r;
 	struct chunk_id a = { "k", "e", 0 };
 
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_E_IO);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_E_IO);
 	cr_assert_null(r);
 	c.fail_rc = 0;
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 2);
 	ram_tier_free(t);
@@ -133,7 +172,7 @@ static void *race(void *arg)
 	struct chunk_id id = { "hot", "e", 7 };
 	struct chunk_ref *ref;
 
-	r->rc = ram_tier_get(r->t, &id, 0, fill, r->c, &ref);
+	r->rc = tier_get(r->t, &id, 0, fill, r->c, &ref);
 	if (r->rc == TFS_OK) {
 		r->first = ((const unsigned char *)chunk_ref_data(ref))[0];
 		chunk_ref_put(ref);
@@ -190,19 +229,19 @@ Test(ram_tier, lru_gives_reread_chunks_a_second_chance)
 	struct chunk_ref *r;
 	struct chunk_id id0 = { "k", "e", 0 }, id1 = { "k", "e", 1 }, id2 = { "k", "e", 2 };
 
-	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);   /* hit */
+	cr_assert_eq(tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);   /* hit */
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);   /* evicts 1 */
+	cr_assert_eq(tier_get(t, &id2, 0, fill, &c, &r), TFS_OK);   /* evicts 1 */
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 3);
-	cr_assert_eq(ram_tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 3, "chunk 0 was re-read and must have survived");
-	cr_assert_eq(ram_tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 4, "chunk 1 was the victim");
 	ram_tier_free(t);
@@ -216,17 +255,17 @@ Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
 	struct chunk_id a = { "k", "e", 1 }, b = { "k", "e", 2 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	d = chunk_ref_dup(r);
 	chunk_ref_put(r);
 	/* still pinned by d: b cannot take the only slot */
-	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
+	cr_assert_eq(tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.overflow, 1);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(d))[0], 1);
 	chunk_ref_put(o);
 	chunk_ref_put(d);
-	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
+	cr_assert_eq(tier_get(t, &b, 0, fill, &c, &o), TFS_OK);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.evictions, 1);
 	chunk_ref_put(o);
@@ -265,7 +304,7 @@ static void *stress_run(void *arg)
 	for (int i = 0; i < 50000; i++) {
 		struct chunk_id id = { "obj", "e", (uint64_t)(rand_r(&s->seed) % 12) };
 		struct chunk_ref *r, *d = NULL;
-		int rc = ram_tier_get(s->t, &id, 0, stress_fill, s, &r);
+		int rc = tier_get(s->t, &id, 0, stress_fill, s, &r);
 
 		if (rc == TFS_E_IO)
 			continue;
@@ -313,7 +352,7 @@ static int get_put(struct ram_tier *t, uint64_t i, struct counter *c)
 {
 	struct chunk_id id = { "k", "e", i };
 	struct chunk_ref *r;
-	int rc = ram_tier_get(t, &id, 0, fill, c, &r);
+	int rc = tier_get(t, &id, 0, fill, c, &r);
 
 	chunk_ref_put(r);
 	return rc;
@@ -385,7 +424,7 @@ static void visit(struct ram_tier *t, struct counter *c, const char *key, uint64
 	struct chunk_id id = { key, "e", i };
 	struct chunk_ref *r;
 
-	cr_assert_eq(ram_tier_get(t, &id, 0, fill, c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id, 0, fill, c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - (size_t)i % CS);
 	chunk_ref_put(r);
 }
@@ -396,7 +435,7 @@ static void ahead(struct ram_tier *t, struct counter *c, const char *key, uint64
 	struct chunk_id id = { key, "e", i };
 	struct chunk_ref *r;
 
-	cr_assert_eq(ram_tier_prefetch(t, &id, 0, fill, c, &r), TFS_OK);
+	cr_assert_eq(tier_ahead(t, &id, 0, fill, c, &r), TFS_OK);
 	chunk_ref_put(r);
 }
 
@@ -408,15 +447,15 @@ Test(ram_tier, prefetched_chunk_is_a_used_hit_and_present_one_is_left_alone)
 	struct chunk_id a = { "obj", "e", 1 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_ahead(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 1);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_AGAIN, "present already");
+	cr_assert_eq(tier_ahead(t, &a, 0, fill, &c, &r), TFS_AGAIN, "present already");
 	cr_assert_null(r);
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], 1);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 1, "one fill for the read-ahead and both reads");
 	ram_tier_stats(t, &st);
@@ -493,7 +532,7 @@ static void *prefetch_thread(void *arg)
 	struct chunk_id id = { "slow", "e", 2 };
 	struct chunk_ref *r;
 
-	a->rc = ram_tier_prefetch(a->t, &id, 0, fill, a->c, &r);
+	a->rc = tier_ahead(a->t, &id, 0, fill, a->c, &r);
 	if (a->rc == TFS_OK)
 		chunk_ref_put(r);
 	return NULL;
@@ -512,7 +551,7 @@ Test(ram_tier, reader_of_a_chunk_in_flight_waits_and_is_late)
 	cr_assert_eq(pthread_create(&th, NULL, prefetch_thread, &a), 0);
 	while (atomic_load(&c.fills) == 0)
 		usleep(1000);
-	cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(chunk_ref_len(r), CS - 2);
 	chunk_ref_put(r);
 	pthread_join(th, NULL);
@@ -532,9 +571,9 @@ Test(ram_tier, prefetch_never_overflows)
 	struct chunk_id a = { "k", "e", 0 }, b = { "k", "e", 1 }, x = { "ra", "e", 0 };
 	struct tier_stats st;
 
-	cr_assert_eq(ram_tier_get(t, &a, 0, fill, &c, &r1), TFS_OK);
-	cr_assert_eq(ram_tier_get(t, &b, 0, fill, &c, &r2), TFS_OK);
-	cr_expect_eq(ram_tier_prefetch(t, &x, 0, fill, &c, &r), TFS_AGAIN, "every slot pinned");
+	cr_assert_eq(tier_get(t, &a, 0, fill, &c, &r1), TFS_OK);
+	cr_assert_eq(tier_get(t, &b, 0, fill, &c, &r2), TFS_OK);
+	cr_expect_eq(tier_ahead(t, &x, 0, fill, &c, &r), TFS_AGAIN, "every slot pinned");
 	ram_tier_stats(t, &st);
 	cr_expect_eq(st.ahead_dropped, 1);
 	cr_expect_eq(st.overflow, 0);
@@ -555,28 +594,32 @@ Test(ram_tier, prefetch_never_evicts_protected_prefetch)
 	struct tier_stats st;
 
 	ram_tier_set_ahead_limit(t, 2 * CS);
-	cr_assert_eq(ram_tier_prefetch(t, &a, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_ahead(t, &a, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &b, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_ahead(t, &b, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
-	cr_assert_eq(ram_tier_prefetch(t, &x, 0, fill, &c, &r), TFS_AGAIN);
+	cr_assert_eq(tier_ahead(t, &x, 0, fill, &c, &r), TFS_AGAIN);
 	cr_assert_gt(ram_tier_contains(t, &a), 0, "awaited read-ahead was evicted");
 	cr_assert_gt(ram_tier_contains(t, &b), 0, "awaited read-ahead was evicted");
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.ahead_wasted, 0);
 	cr_assert_eq(st.ahead_dropped, 1);
 	/* a reader still gets a slot (it must make progress) */
-	cr_assert_eq(ram_tier_get(t, &x, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &x, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	ram_tier_free(t);
 }
 
 /* Pinned chunks survive any pressure; a miss overflows instead; unpinned
- * they are ordinary again.  The pin test runs at insertion and
- * ram_tier_pin() changes a present chunk. */
-static bool pin_key_k(void *ctx, const char *key)
+ * they are ordinary again.  The pin set is asked at insertion and
+ * ram_tier_pin_key() changes a present chunk. */
+static void pin_only(struct pin_set *ps, const char *key)
 {
-	return strcmp(key, (const char *)ctx) == 0;
+	const char *keys[] = { key };
+	uint64_t sizes[] = { CS }, would_be;
+
+	pin_set_clear(ps);
+	cr_assert_eq(pin_set_add(ps, keys, sizes, 1, PIN_RAM, UINT64_MAX, &would_be), TFS_OK);
 }
 
 Test(ram_tier, pinned_chunks_are_never_evicted)
@@ -587,13 +630,15 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	struct chunk_ref *r;
 	uint64_t bytes = 0, chunks = 0, pinned = 0;
 	struct tier_stats st;
+	struct pin_set *ps = pin_set_new();
 
-	ram_tier_set_pinned_fn(t, pin_key_k, "pinned");
-	cr_assert_eq(ram_tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
+	ram_tier_set_pins(t, ps);
+	pin_only(ps, "pinned");
+	cr_assert_eq(tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	for (uint64_t i = 0; i < 20; i++) {
 		struct chunk_id id = { "other", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
 	cr_assert_eq(ram_tier_contains(t, &p0), CS, "pinned chunk evicted");
@@ -610,24 +655,25 @@ Test(ram_tier, pinned_chunks_are_never_evicted)
 	cr_assert_eq(ram_tier_contains(t, &p0), 0);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_ABSENT);
 	/* a chunk in use is not evicted under its reader */
-	cr_assert_eq(ram_tier_get(t, &u, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &u, 0, fill, &c, &r), TFS_OK);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_BUSY);
 	chunk_ref_put(r);
 	cr_assert_eq(ram_tier_evict(t, &u, &bytes), RAM_EVICT_DONE);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.entries, 0);
 	/* every slot pinned: a reader overflows, nothing is lost */
-	ram_tier_set_pinned_fn(t, pin_key_k, "other");
+	pin_only(ps, "other");
 	for (uint64_t i = 0; i < 2; i++) {
 		struct chunk_id id = { "other", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, 0, fill, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
-	cr_assert_eq(ram_tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &p0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	ram_tier_stats(t, &st);
 	cr_assert_eq(st.overflow, 1);
 	ram_tier_free(t);
+	pin_set_free(ps);
 }
 
 /* A fill of exactly `len` bytes (the object's last, short chunk), which
@@ -669,7 +715,7 @@ Test(ram_tier, small_chunks_take_their_size_not_a_chunk)
 		for (uint64_t i = 0; i < 40; i++) {
 			struct chunk_id id = { "img", "e", i };
 
-			cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+			cr_assert_eq(tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
 			cr_assert_eq(chunk_ref_len(r), c.len);
 			cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[c.len - 1], i & 0xff);
 			chunk_ref_put(r);
@@ -699,10 +745,10 @@ Test(ram_tier, a_whole_chunk_evicts_small_ones_to_fit_the_bytes)
 
 	for (uint64_t i = 0; i < 40; i++) {
 		struct chunk_id id = { "img", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
-	cr_assert_eq(ram_tier_get(t, &whole, 0, fill_sized, &w, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &whole, 0, fill_sized, &w, &r), TFS_OK);
 	cr_expect_eq(w.max_cap, big, "unknown length: a whole chunk's buffer");
 	chunk_ref_put(r);
 	ram_tier_stats(t, &st);
@@ -711,7 +757,7 @@ Test(ram_tier, a_whole_chunk_evicts_small_ones_to_fit_the_bytes)
 	c.fills = 0;
 	for (uint64_t i = 10; i < 40; i++) {
 		struct chunk_id id = { "img", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
 		chunk_ref_put(r);
 	}
 	hits = 30 - atomic_load(&c.fills);
@@ -727,7 +773,7 @@ static bool read_once(struct ram_tier *t, struct counter *c, uint64_t i, bool do
 	struct chunk_ref *r;
 	int before = atomic_load(&c->fills);
 
-	cr_assert_eq(ram_tier_get(t, &id, 0, fill, c, &r), TFS_OK);
+	cr_assert_eq(tier_get(t, &id, 0, fill, c, &r), TFS_OK);
 	cr_assert_eq(((const unsigned char *)chunk_ref_data(r))[0], (unsigned char)i);
 	if (done)
 		ram_tier_read_done(r);
@@ -799,7 +845,7 @@ Test(ram_tier, a_referenced_read_through_chunk_is_passed_over)
 
 	read_once(t, &c, 0, false);
 	read_once(t, &c, 1, true);
-	cr_assert_eq(ram_tier_get(t, &id2, 0, fill, &c, &held), TFS_OK);
+	cr_assert_eq(tier_get(t, &id2, 0, fill, &c, &held), TFS_OK);
 	ram_tier_read_done(held);        /* the latest, but held */
 	read_once(t, &c, 3, false);      /* takes 1 */
 	cr_expect(!present(t, 1));
@@ -852,7 +898,7 @@ Test(ram_tier, an_epochs_fetch_ahead_stays_in_the_bound)
 
 	for (i = 0; i < 40; i++) {   /* 40 x 100 KiB buffers: 4 MiB, full */
 		struct chunk_id id = { "img", "e", i };
-		cr_assert_eq(ram_tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		cr_assert_eq(tier_get(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
 		if (i == 7)
 			keep = r;
 		else
@@ -860,7 +906,7 @@ Test(ram_tier, an_epochs_fetch_ahead_stays_in_the_bound)
 	}
 	for (; i < 45; i++) {
 		struct chunk_id id = { "img", "e", i };
-		cr_expect_eq(ram_tier_prefetch_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_AGAIN);
+		cr_expect_eq(tier_ahead_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_AGAIN);
 	}
 	ram_tier_stats(t, &st);
 	cr_expect_leq(st.bytes_used, 4 * big);
@@ -870,9 +916,9 @@ Test(ram_tier, an_epochs_fetch_ahead_stays_in_the_bound)
 	chunk_ref_put(keep);
 	{
 		struct chunk_id id = { "img", "e", 50 }, id2 = { "img", "e", 51 };
-		cr_expect_eq(ram_tier_prefetch_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
+		cr_expect_eq(tier_ahead_epoch(t, &id, c.len, fill_sized, &c, &r), TFS_OK);
 		chunk_ref_put(r);
-		cr_expect_eq(ram_tier_prefetch_epoch(t, &id2, c.len, fill_sized, &c, &r), TFS_AGAIN);
+		cr_expect_eq(tier_ahead_epoch(t, &id2, c.len, fill_sized, &c, &r), TFS_AGAIN);
 	}
 	ram_tier_stats(t, &st);
 	cr_expect_leq(st.bytes_used, 4 * big);

@@ -20,6 +20,7 @@
 #include "common/tfs_err.h"
 #include "tiers/cache_index.h"
 #include "tiers/ssd_tier.h"
+#include "tmpdir.h"
 
 #define CS (64u * 1024)
 #define OWNER "https://s3.test:9000 bucket prefix/"
@@ -31,15 +32,9 @@ static bool mounted;
 
 static atomic_int released;
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static void setup(void)
 {
-	strcpy(base, "/tmp/tfs-ssd-XXXXXX");
-	cr_assert_not_null(mkdtemp(base));
+	tmpdir_make(base, sizeof(base), "ssd");
 	snprintf(cdir, sizeof(cdir), "%s/cache", base);
 	atomic_store(&released, 0);
 	mounted = false;
@@ -50,7 +45,7 @@ static void teardown(void)
 	if (mounted)
 		umount2(cdir, MNT_DETACH);   /* runs after a failed assertion too */
 	mounted = false;
-	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(base);
 }
 
 TestSuite(ssd_tier, .init = setup, .fini = teardown, .timeout = 60);
@@ -1128,17 +1123,23 @@ Test(ssd_tier, small_chunks_fill_the_bytes_not_a_chunk_count)
 	free(b);
 }
 
-/* A stand-in plan: keys starting with "soon" are read later, "done" ones
- * were read and will not be again. */
-static enum ssd_future future_by_name(void *ctx, const char *key, bool storing)
+/* A plan of "soon" then "done", where "done" was opened: "soon" is read
+ * later, "done" will not be again, "other" is not in it. */
+static void plan_soon_done(struct plan_slot *slot)
 {
-	(void)ctx;
-	(void)storing;
-	if (strncmp(key, "soon", 4) == 0)
-		return SSD_FUTURE_SOON;
-	if (strncmp(key, "done", 4) == 0)
-		return SSD_FUTURE_DONE;
-	return SSD_FUTURE_UNKNOWN;
+	struct ra_plan *p = ra_plan_new();
+	size_t idx;
+
+	cr_assert_eq(plan_slot_init(slot, ""), 0);
+	cr_assert_not_null(p);
+	cr_assert_eq(ra_plan_add(p, "soon", 4), 0);
+	cr_assert_eq(ra_plan_add(p, "done", 4), 0);
+	cr_assert_eq(ra_plan_seal(p, 8, 1u << 20), 0);
+	cr_assert(ra_plan_on_open(p, "done", &idx));
+	cr_assert_null(plan_slot_swap(slot, p));
+	cr_assert_eq(plan_slot_future(slot, "soon", false), PLAN_SOON);
+	cr_assert_eq(plan_slot_future(slot, "done", true), PLAN_DONE);
+	cr_assert_eq(plan_slot_future(slot, "other", true), PLAN_UNKNOWN);
 }
 
 /* With a plan, a full tier takes nothing the plan is done with (it would
@@ -1151,11 +1152,13 @@ Test(ssd_tier, a_plan_keeps_what_it_reads_later_and_admits_nothing_it_is_done_wi
 	struct tier_stats st;
 	struct chunk_id soon = { "soon", "e", 0 }, other = { "other", "e", 0 };
 	struct chunk_id done = { "done", "e", 0 }, last = { "other", "e", 9 };
+	struct plan_slot plans;
 
 	cfg.capacity = 2 * FILE_BYTES(CS);
 	cfg.policy = EVICT_LRU;
 	t = tier_open(&cfg);
-	ssd_tier_set_future_fn(t, future_by_name, NULL);
+	plan_soon_done(&plans);
+	ssd_tier_set_plan(t, &plans);
 	cr_assert(store(t, &soon, CS));      /* the LRU end */
 	cr_assert(store(t, &other, CS));
 	ssd_tier_flush(t);
@@ -1172,9 +1175,10 @@ Test(ssd_tier, a_plan_keeps_what_it_reads_later_and_admits_nothing_it_is_done_wi
 	cr_expect_not(read_ok(t, &other, CS));
 	cr_expect(read_ok(t, &last, CS));
 	/* without the plan, the policy alone decides again */
-	ssd_tier_set_future_fn(t, NULL, NULL);
+	ssd_tier_set_plan(t, NULL);
 	cr_assert(store(t, &done, CS));
 	ssd_tier_flush(t);
 	cr_expect(read_ok(t, &done, CS));
 	ssd_tier_close(t);
+	plan_slot_release(&plans);
 }

@@ -1,0 +1,236 @@
+/* read.c - open, read and release: byte ranges become chunks of the
+ * version the file was opened at, asked of the chunk cache; read-ahead
+ * within a file and across a directory read in listing order queues the
+ * next chunks on the prefetch pool, which asks the chunk cache for them
+ * like a reader (see fs_internal.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tfs_err.h"
+#include "fs/fs_internal.h"
+
+void fs_file_free(struct fs_file *f)
+{
+	pthread_mutex_destroy(&f->ra_lock);
+	version_put(f->ver);
+	free(f->key);
+	free(f);
+}
+
+/* ---- read-ahead --------------------------------------------------------- */
+
+/* One chunk to read ahead, with its object version copied: the file may
+ * be closed, or the object changed, before the job runs (then the fill's
+ * If-Match fails, or the chunk is simply never read: wasted, not wrong). */
+struct ra_job {
+	struct prefetch_item item;   /* first member */
+	uint64_t index, size;
+	char etag[OBJ_ETAG_MAX];
+	char cache_id[CACHE_ID_MAX];
+	char key[];
+};
+
+void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled)
+{
+	struct ra_job *j = (struct ra_job *)item;
+	struct tfs_fs *fs = ctx;
+
+	if (!cancelled) {
+		struct chunk_obj o = { j->key, j->etag, j->cache_id, j->size };
+
+		(void)chunk_cache_prefetch(fs->cache, &o, j->index, false);
+	}
+	free(j);
+}
+
+/* Queue chunks [first, first + n) of one object version for read-ahead.
+ * Returns how many were queued: fewer when the pool is full. */
+static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
+			 const char *cache_id, uint64_t size, uint64_t first, uint64_t n)
+{
+	size_t kl = strlen(key);
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct ra_job *j = malloc(sizeof(*j) + kl + 1);
+
+		if (!j)
+			return i;
+		j->index = first + i;
+		j->size = size;
+		snprintf(j->etag, sizeof(j->etag), "%s", etag);
+		snprintf(j->cache_id, sizeof(j->cache_id), "%s", cache_id);
+		memcpy(j->key, key, kl + 1);
+		if (!prefetch_pool_submit(fs->pool, &j->item)) {
+			free(j);
+			return i;
+		}
+	}
+	return n;
+}
+
+/* Within a file: the stream's decision, acted on. */
+static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
+{
+	uint64_t first, n, done;
+
+	pthread_mutex_lock(&f->ra_lock);
+	n = ra_file_on_read(&f->ra, fs->cfg.chunk_size, fs->cfg.read_ahead, off, len,
+			    f->ver->size, &first);
+	if (n) {
+		done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size, first, n);
+		if (done < n)
+			ra_file_unissue(&f->ra, first + done);
+	}
+	pthread_mutex_unlock(&f->ra_lock);
+}
+
+/* Across files: file node ino was opened; if its directory is being read
+ * in listing order, read the next files' first bytes ahead (as listed:
+ * size and ETag from the listing, no HEAD), up to read_ahead_files files
+ * and read_ahead bytes beyond this one.  fs->lock held. */
+static void ra_dir_open(struct tfs_fs *fs, uint64_t ino)
+{
+	uint64_t cs = fs->cfg.chunk_size, max = fs->cfg.read_ahead, bytes = 0;
+	struct fs_node *n = node_by_ino(fs, ino), *d;
+	const struct dir_listing *l;
+	const struct dir_entry *e;
+	size_t idx, from, i;
+
+	if (!n || n->is_dir || !(d = node_by_ino(fs, n->parent)) || !(l = d->listing))
+		return;
+	if (!(e = listing_find(l, n->name)) || e->is_dir)
+		return;
+	idx = (size_t)(e - l->ents);
+	if (!ra_dir_on_open(&d->ra, idx, &from))
+		return;
+	for (i = idx + 1; i < l->n && i <= idx + fs->cfg.read_ahead_files && bytes < max; i++) {
+		const struct dir_entry *x = &l->ents[i];
+		uint64_t want = x->size < max - bytes ? x->size : max - bytes;
+		uint64_t chunks = (want + cs - 1) / cs;
+		struct obj_meta m;
+		char cache_id[CACHE_ID_MAX], *key;
+
+		if (x->is_dir || x->size == 0)
+			continue;
+		bytes += want;
+		if (i < from)
+			continue;           /* read ahead at an earlier open */
+		listing_entry_meta(x, &m);
+		cache_id_of(&m, cache_id, sizeof(cache_id));
+		key = node_child_key(d, x->name, false);
+		if (!key)
+			break;
+		if (ra_issue(fs, key, m.etag, cache_id, x->size, 0, chunks) < chunks) {
+			free(key);
+			break;              /* the pool is full: this file later */
+		}
+		free(key);
+		atomic_fetch_add(&fs->ra_files, 1);
+	}
+	ra_dir_issued(&d->ra, i > from ? i : from);
+}
+
+/* ---- open, read, release ------------------------------------------------ */
+
+int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_cache)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+	int rc;
+
+	*out = NULL;
+	*keep_cache = false;
+	if (!f)
+		return TFS_E_NOMEM;
+	rc = file_refresh(fs, ino, NULL, f, keep_cache);
+	if (rc != TFS_OK) {
+		free(f->key);
+		free(f);
+		return rc;
+	}
+	pthread_mutex_init(&f->ra_lock, NULL);
+	ra_file_init(&f->ra);
+	atomic_fetch_add(&fs->open_files, 1);
+	fs_handle_add(fs, &fs->files, &f->link);
+	if (fs->pool) {
+		pthread_mutex_lock(&fs->lock);
+		ra_dir_open(fs, ino);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (fs->n_scan_threads && !plan_open(fs, f->key, &f->once))
+		f->once = scan_open(fs, ino);
+	*out = f;
+	return TFS_OK;
+}
+
+int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r)
+{
+	uint64_t cs = fs->cfg.chunk_size, end;
+	struct chunk_obj o = { f->key, f->ver->etag, f->ver->cache_id, f->ver->size };
+	int rc = TFS_OK;
+
+	r->n = 0;
+	r->bytes = 0;
+	if (atomic_load_explicit(&f->ver->superseded, memory_order_acquire))
+		return TFS_E_STALE;
+	if (off >= f->ver->size || size == 0)
+		return TFS_OK;
+	end = off + size > f->ver->size ? f->ver->size : off + size;
+	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
+		return TFS_E_INVAL;
+	if (fs->pool)
+		ra_file_read(fs, f, off, end - off);
+	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
+		struct chunk_ref *ref;
+		uint64_t cstart = idx * cs, from, to;
+
+		/* the cache never hands out a chunk of another length than
+		 * this version's (TFS_E_STALE) */
+		rc = chunk_cache_get(fs->cache, &o, idx, &ref);
+		if (rc != TFS_OK)
+			break;
+		from = off > cstart ? off - cstart : 0;
+		to = end - cstart < chunk_ref_len(ref) ? end - cstart : chunk_ref_len(ref);
+		r->refs[r->n] = ref;
+		r->iov[r->n].iov_base = (char *)chunk_ref_data(ref) + from;
+		r->iov[r->n].iov_len = (size_t)(to - from);
+		r->bytes += (size_t)(to - from);
+		r->n++;
+	}
+	/* the version may have been superseded while we fetched: checked
+	 * again just before the bytes go to the (shared) page cache */
+	if (rc == TFS_OK && atomic_load_explicit(&f->ver->superseded, memory_order_acquire))
+		rc = TFS_E_STALE;
+	if (rc != TFS_OK) {
+		fs_read_done(fs, r);
+		return rc;
+	}
+	chunk_cache_count_served(fs->cache, r->bytes);
+	/* a file read once this epoch: each chunk this read finishes is of
+	 * no more use until the next epoch, and the first to leave RAM */
+	for (size_t i = 0; f->once && i < r->n; i++)
+		if ((const char *)r->iov[i].iov_base + r->iov[i].iov_len ==
+		    (const char *)chunk_ref_data(r->refs[i]) + chunk_ref_len(r->refs[i])) {
+			chunk_cache_read_done(fs->cache, r->refs[i]);
+			scan_room_made(fs);   /* room for a scan's fetch that found none */
+		}
+	return TFS_OK;
+}
+
+void fs_read_done(struct tfs_fs *fs, struct fs_read *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		chunk_ref_put(r->refs[i]);
+	r->n = 0;
+	r->bytes = 0;
+}
+
+void fs_release(struct tfs_fs *fs, struct fs_file *f)
+{
+	if (!f)
+		return;
+	atomic_fetch_sub(&fs->open_files, 1);
+	fs_handle_del(fs, &f->link);
+	fs_file_free(f);
+}
