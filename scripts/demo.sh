@@ -38,7 +38,8 @@ echo "== 1/5 install dependencies"
 bash scripts/setup.sh
 
 echo "== 2/5 build"
-[ -f build/build.ninja ] || meson setup build >/dev/null
+use_pinned_libfuse
+[ -f build/build.ninja ] || meson setup build "${MESON_FUSE_OPTS[@]}" >/dev/null
 ninja -C build >/dev/null
 echo "built $ROOT/build/tierfs ($(build/tierfs --version))"
 

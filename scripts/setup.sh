@@ -68,4 +68,8 @@ elif [ ! -c /dev/fuse ]; then
     die "/dev/fuse exists but is not a character device"
 fi
 
+# libfuse >= 3.16 for FUSE passthrough: a pinned build of Debian's own
+# source package, static, under deps/ (Debian 12 ships 3.14)
+bash "$(dirname "$0")/build-libfuse.sh" || die "scripts/build-libfuse.sh failed"
+
 echo "setup: ok: $apt_note; $fuse_note"

@@ -34,13 +34,15 @@ bash scripts/setup.sh || die "scripts/setup.sh failed"
 # shellcheck source=lib/common.sh
 source "$ROOT/scripts/lib/common.sh"
 
+use_pinned_libfuse
 build() { # build DIR [meson options...]
-	local dir=$1
+	local dir=$1 reconf=()
 	shift
-	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" "$@" >"$LOG_DIR/setup-$dir.log" 2>&1 ||
-			{ tail -n 30 "$LOG_DIR/setup-$dir.log"; return 1; }
-	fi
+	# an existing build is configured again: it may predate the pinned
+	# libfuse, or options of this script
+	[ -f "$dir/build.ninja" ] && reconf=(--reconfigure)
+	meson setup "${reconf[@]}" "$dir" "${MESON_FUSE_OPTS[@]}" "$@" >"$LOG_DIR/setup-$dir.log" 2>&1 ||
+		{ tail -n 30 "$LOG_DIR/setup-$dir.log"; return 1; }
 	ninja -C "$dir" >"$LOG_DIR/build-$dir.log" 2>&1 ||
 		{ grep -E "error|FAILED" "$LOG_DIR/build-$dir.log" | head -n 40; return 1; }
 }

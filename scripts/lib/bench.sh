@@ -8,7 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # output to LOG; RGW_DIR must be set) and set S3UTIL to a client of it.
 bench_start() {
 	bash scripts/setup.sh >/dev/null
-	[ -f build/build.ninja ] || meson setup build >/dev/null
+	use_pinned_libfuse
+	[ -f build/build.ninja ] || meson setup build "${MESON_FUSE_OPTS[@]}" >/dev/null
 	ninja -C build >/dev/null
 	rgw_start "$1" || { tail -n 30 "$1"; exit 1; }
 	S3UTIL=(build/tests/tierfs-s3util --endpoint "$S3_ENDPOINT" --path-style)

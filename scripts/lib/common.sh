@@ -26,3 +26,16 @@ rgw_start() {
 	source "$RGW_DIR/env"
 	export S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION
 }
+
+# use_pinned_libfuse: let meson find the libfuse that scripts/build-libfuse.sh
+# built under deps/fuse3 (passthrough), before the system's: sets
+# MESON_FUSE_OPTS, the option to give `meson setup` (an option, not only
+# the environment, so that `--reconfigure` of an older build sees it).
+use_pinned_libfuse() {
+	local pc
+	pc="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deps/fuse3/lib/pkgconfig"
+	MESON_FUSE_OPTS=()
+	if [ -d "$pc" ]; then
+		MESON_FUSE_OPTS=("-Dpkg_config_path=$pc")
+	fi
+}
