@@ -4,8 +4,8 @@
  *  - no RocksDB pointer, error string or allocation leaves this file: every
  *    errptr is turned into a tfs_err here and freed, every value RocksDB
  *    hands back is copied into our own memory before it is returned;
- *  - a chunk record value is REC_SIZE bytes starting with REC_VERSION (or
- *    REC1_SIZE bytes of version 1, read with a zero policy statistic); a
+ *  - a chunk record value starts with REC_VERSION and is exactly REC_FIXED
+ *    + 4 bytes per block long, the blocks those the data length needs; a
  *    value of another size or version is never decoded (it is deleted by
  *    the scans and is a miss for get).
  */
@@ -25,17 +25,19 @@
 
 /* Record value layout, little-endian:
  *   0  u8   REC_VERSION
- *   1  u8   location length (<= CACHE_INDEX_LOC_MAX)
- *   2  64   location bytes, zero padded
- *  66  u64  file bytes      74 u64 data length      82 u64 xxh3 of data
- *  90  u32  hits            94 u64 last access (s)
- * 102  u32  eviction policy statistics (version 2)
- * 106       end
- * Fixed-size so that a record is rewritten in place-sized pieces and a
- * value of any other size is recognisably not ours. */
-#define REC_VERSION 2
-#define REC_SIZE 106
-#define REC1_SIZE 102             /* version 1: no policy statistics */
+ *   1  u8   log2 of the block size (CACHE_INDEX_BLOCK_SHIFT_MIN..MAX)
+ *   2  u16  zero
+ *   4  u32  blocks: ceil(data length / block size)
+ *   8  u64  data length
+ *  16  u32  hits           20 u32 eviction policy statistics
+ *  24  u64  last access (s)
+ *  32  u32  checksum of each block (the low half of its XXH3-64)
+ * Variable-size, but exactly REC_FIXED + 4 * blocks: a value of any other
+ * size is recognisably not ours.  (Versions 1 and 2, the chunk-file format,
+ * are not decoded: their cache is refused or wiped by its format number.) */
+#define REC_VERSION 3
+#define REC_FIXED 32
+#define REC_MAX (REC_FIXED + 4 * CACHE_INDEX_BLOCKS_MAX)
 
 /* Keys up to this size are built on the stack; longer ones (object keys
  * may be up to 1024 bytes in S3, more elsewhere) are malloc'd. */
@@ -182,40 +184,52 @@ static bool chunk_key_parse(const char *k, size_t n, struct chunk_id *id)
 	return true;
 }
 
-static void rec_encode(const struct cache_index_rec *rec, unsigned char *v)
+static unsigned block_shift_of(uint32_t block_size)
 {
-	size_t ll = strnlen(rec->loc, CACHE_INDEX_LOC_MAX);
+	unsigned shift = 0;
 
-	memset(v, 0, REC_SIZE);
+	while (shift < 32 && (1u << shift) < block_size)
+		shift++;
+	return shift;
+}
+
+/* Encode rec into v (REC_MAX bytes); returns the value's length. */
+static size_t rec_encode(const struct cache_index_rec *rec, unsigned char *v)
+{
+	memset(v, 0, REC_FIXED);
 	v[0] = REC_VERSION;
-	v[1] = (unsigned char)ll;
-	memcpy(v + 2, rec->loc, ll);
-	put_u64(v + 66, rec->file_bytes);
-	put_u64(v + 74, rec->data_len);
-	put_u64(v + 82, rec->xxh);
-	put_u32(v + 90, rec->hits);
-	put_u64(v + 94, rec->last_access);
-	put_u32(v + 102, rec->policy_stat);
+	v[1] = (unsigned char)block_shift_of(rec->block_size);
+	put_u32(v + 4, rec->nblocks);
+	put_u64(v + 8, rec->data_len);
+	put_u32(v + 16, rec->hits);
+	put_u32(v + 20, rec->policy_stat);
+	put_u64(v + 24, rec->last_access);
+	for (uint32_t i = 0; i < rec->nblocks; i++)
+		put_u32(v + REC_FIXED + 4 * i, rec->sums[i]);
+	return REC_FIXED + 4 * (size_t)rec->nblocks;
 }
 
 static bool rec_decode(const char *val, size_t n, struct cache_index_rec *rec)
 {
 	const unsigned char *v = (const unsigned char *)val;
+	uint64_t bs, need;
 
-	if (!(n == REC_SIZE && v[0] == REC_VERSION) && !(n == REC1_SIZE && v[0] == 1))
+	if (n < REC_FIXED || v[0] != REC_VERSION || v[1] < CACHE_INDEX_BLOCK_SHIFT_MIN ||
+	    v[1] > CACHE_INDEX_BLOCK_SHIFT_MAX)
 		return false;
-	if (v[1] > CACHE_INDEX_LOC_MAX || v[1] == 0)
+	bs = 1ull << v[1];
+	rec->block_size = (uint32_t)bs;
+	rec->nblocks = get_u32(v + 4);
+	rec->data_len = get_u64(v + 8);
+	need = (rec->data_len + bs - 1) / bs;
+	if (rec->nblocks != need || rec->nblocks > CACHE_INDEX_BLOCKS_MAX ||
+	    n != REC_FIXED + 4 * (size_t)rec->nblocks)
 		return false;
-	memcpy(rec->loc, v + 2, v[1]);
-	rec->loc[v[1]] = '\0';
-	if (strlen(rec->loc) != v[1])   /* a NUL inside: not a name we wrote */
-		return false;
-	rec->file_bytes = get_u64(v + 66);
-	rec->data_len = get_u64(v + 74);
-	rec->xxh = get_u64(v + 82);
-	rec->hits = get_u32(v + 90);
-	rec->last_access = get_u64(v + 94);
-	rec->policy_stat = n == REC_SIZE ? get_u32(v + 102) : 0;
+	rec->hits = get_u32(v + 16);
+	rec->policy_stat = get_u32(v + 20);
+	rec->last_access = get_u64(v + 24);
+	for (uint32_t i = 0; i < rec->nblocks; i++)
+		rec->sums[i] = get_u32(v + REC_FIXED + 4 * i);
 	return true;
 }
 
@@ -394,13 +408,13 @@ int cache_index_chunk_put(struct cache_index *ix, const struct chunk_id *id,
 			  const struct cache_index_rec *rec)
 {
 	char stack[KEYBUF_STACK], *k, *rerr = NULL;
-	size_t kn = chunk_key_build(id, stack, &k);
-	unsigned char v[REC_SIZE];
+	size_t kn = chunk_key_build(id, stack, &k), vn;
+	unsigned char v[REC_MAX];
 
 	if (kn == 0)
 		return TFS_E_NOMEM;
-	rec_encode(rec, v);
-	rocksdb_put(ix->db, ix->wopts, k, kn, (const char *)v, REC_SIZE, &rerr);
+	vn = rec_encode(rec, v);
+	rocksdb_put(ix->db, ix->wopts, k, kn, (const char *)v, vn, &rerr);
 	chunk_key_done(stack, k);
 	return rerr ? ix_fail(ix, "chunk put", rerr) : TFS_OK;
 }
@@ -644,15 +658,15 @@ void cache_index_batch_chunk_put(struct cache_index_batch *b, const struct chunk
 				 const struct cache_index_rec *rec)
 {
 	char stack[KEYBUF_STACK], *k;
-	size_t kn = chunk_key_build(id, stack, &k);
-	unsigned char v[REC_SIZE];
+	size_t kn = chunk_key_build(id, stack, &k), vn;
+	unsigned char v[REC_MAX];
 
 	if (kn == 0) {
 		b->nomem = true;
 		return;
 	}
-	rec_encode(rec, v);
-	rocksdb_writebatch_put(b->wb, k, kn, (const char *)v, REC_SIZE);
+	vn = rec_encode(rec, v);
+	rocksdb_writebatch_put(b->wb, k, kn, (const char *)v, vn);
 	chunk_key_done(stack, k);
 }
 

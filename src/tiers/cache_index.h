@@ -33,15 +33,19 @@
 struct cache_index;
 struct cache_index_batch;
 
-/* Longest location a record holds ("chunks/XX/" + 32 hex digits fits). */
-#define CACHE_INDEX_LOC_MAX 63
+/* A chunk's bytes are checked in blocks of 2^shift bytes, 4 KiB to 256
+ * MiB; a chunk has at most CACHE_INDEX_BLOCKS_MAX of them. */
+#define CACHE_INDEX_BLOCK_SHIFT_MIN 12
+#define CACHE_INDEX_BLOCK_SHIFT_MAX 28
+#define CACHE_INDEX_BLOCKS_MAX 4096
 
-/* What the index knows about one stored chunk. */
+/* What the index knows about one stored chunk (about 16 KiB: keep it off
+ * small stacks in loops). */
 struct cache_index_rec {
-	char loc[CACHE_INDEX_LOC_MAX + 1];  /* file name relative to the cache dir */
-	uint64_t file_bytes;   /* bytes the file takes on disk (header + data, rounded) */
 	uint64_t data_len;     /* chunk bytes */
-	uint64_t xxh;          /* XXH3_64 of the chunk bytes */
+	uint32_t block_size;   /* bytes one checksum covers: a power of two */
+	uint32_t nblocks;      /* ceil(data_len / block_size) */
+	uint32_t sums[CACHE_INDEX_BLOCKS_MAX];   /* low 32 bits of each block's XXH3-64 */
 	uint32_t hits;         /* reads served, saturating */
 	uint64_t last_access;  /* seconds since the epoch */
 	uint32_t policy_stat;  /* the SSD tier's eviction policy's statistics (opaque) */

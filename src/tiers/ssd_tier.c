@@ -1,21 +1,31 @@
-/* ssd_tier.c - chunk files on a local disk, indexed in RocksDB (see ssd_tier.h).
+/* ssd_tier.c - object files on a local disk, their chunks indexed in
+ * RocksDB (see ssd_tier.h).
  *
  * Invariants (under t->lock unless noted):
- *  - every entry is in the hash table exactly once, keyed by its chunk id,
- *    either PENDING (queued for the writer, invisible to readers, counts
- *    against queue_max) or STORED (its file was renamed into place and its
+ *  - every entry (a chunk) is in the hash table exactly once, keyed by its
+ *    chunk id, either PENDING (queued for the writer, invisible to
+ *    readers, counts against queue_max) or STORED (its bytes were written
+ *    into its object's file, synced, read back and checked, and then its
  *    index record written, in that order: a reader never sees a chunk
  *    whose bytes are not all on disk);
- *  - t->entries and t->bytes_used count STORED entries and their file
- *    bytes, exactly;
- *  - an entry removed from the table by a reader (bad copy) goes on the
- *    doomed list; only the writer thread unlinks files, deletes index
- *    records and frees entries removed from the table, and it empties the
- *    doomed list before each job, so a delete never overtakes a re-store
- *    of the same chunk;
+ *  - every entry points to its object (struct ssd_obj), which counts the
+ *    entries pointing to it (refs), those in the table (entries), and the
+ *    holds on it; an object lives while it has refs or holds, and its file
+ *    exists while it has a STORED entry (the writer creates it, and
+ *    unlinks it when its last chunk goes);
+ *  - t->entries and t->bytes_used count STORED entries and their bytes
+ *    (data length rounded up to 4 KiB), exactly; t->reserved the bytes of
+ *    the writer's batch, written and not yet STORED: the bounds count both;
+ *  - a STORED entry of a held object (ssd_tier_object_open) is neither
+ *    evicted nor punched out: the kernel reads its file without us;
+ *  - an entry removed from the table by a reader (bad block) or an
+ *    operator goes on the doomed list; only the writer thread punches out
+ *    bytes, unlinks files, deletes index records and frees entries
+ *    removed from the table, and it empties the doomed list before each
+ *    batch, so a punch never overtakes a re-store of the same chunk;
  *  - no lock is held across file I/O or RocksDB calls; readers take the
- *    lock once per read (lookup + access stats) and again only to drop a
- *    bad entry.
+ *    lock once per read (lookup, checksums, access stats) and again only
+ *    to drop a bad entry.
  */
 #include "tiers/ssd_tier.h"
 
@@ -25,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,7 +43,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -42,24 +52,11 @@
 #include "common/tfs_err.h"
 #include "tiers/cache_index.h"
 
-/* On-disk format of this code: stored in the index and in every chunk
- * header; a cache of another format is refused (or wiped). */
-#define SSD_FORMAT_VERSION 1
+/* On-disk format of this code: stored in the index; a cache of another
+ * format is refused (or wiped).  1 was a file per chunk with a header. */
+#define SSD_FORMAT_VERSION 2
 
-/* Chunk file header.  Fixed size, so the data starts page-aligned in the
- * file and one preadv reads header and data.  Little-endian:
- *   0  magic "tfschunk"     8 u32 format       12 u32 header size
- *  16  u32 key length      20 u32 etag length  24 u64 chunk index
- *  32  u64 data length     40 u64 XXH3_64 of the data
- *  48  u64 XXH3_64 of the owner string (a chunk copied from another
- *      owner's cache is never adopted)
- *  56  u64 XXH3_64 of the whole header, computed with this field 0
- *  64  key bytes, etag bytes, zeros to HDR_SIZE */
-#define HDR_SIZE 4096u
-#define HDR_FIXED 64u
-#define HDR_ROOM (HDR_SIZE - HDR_FIXED)   /* key + etag must fit here */
-static const char HDR_MAGIC[8] = { 't', 'f', 's', 'c', 'h', 'u', 'n', 'k' };
-
+#define KEY_ROOM 4032u             /* key + cache id bytes a chunk may have */
 #define META_MAX (64u << 20)       /* the contract's bound on a blob */
 #define DROP_QUEUE_MAX 64          /* drop-version jobs waiting (then skipped) */
 #define EVICT_PASS_MAX 1024        /* victims one write may evict before giving up */
@@ -68,30 +65,49 @@ static const char HDR_MAGIC[8] = { 't', 'f', 's', 'c', 'h', 'u', 'n', 'k' };
 #define POLICY_KEY_GRAIN (64u << 10) /* a key per this many bytes of the bound */
 #define BACKOFF_MS 1000            /* stores refused this long after a write error */
 #define BATCH_MAX 4096             /* index operations per RocksDB batch */
+#define WRITE_BATCH_JOBS 16        /* chunks written before one sync and commit */
 #define BUCKETS_MIN 1024u
 #define BUCKETS_MAX (1u << 26)     /* 512 MiB of buckets: far beyond any real disk */
+#define OBJ_BUCKETS_MIN 256u
+#define DIO_ALIGN 4096u
 
-/* "XX/" + 32 hex digits (+ ".tmp") + NUL, relative to chunks/. */
+/* "XX/" + 32 hex digits + NUL, relative to objects/. */
 #define NAME_LEN 35
 #define NAME_BUF 40
 
 enum entry_state { ENTRY_PENDING, ENTRY_STORED };
 
+/* One object version that has chunks here (or is held). */
+struct ssd_obj {
+	struct ssd_obj *hnext;
+	uint64_t hi, lo;             /* XXH3_128 of 'o' key '\0' cache id: its file's name */
+	unsigned entries;            /* its entries in the table, PENDING and STORED */
+	unsigned refs;               /* entries pointing to it, in the table or not */
+	unsigned holds;              /* ssd_tier_object_open()s not released */
+	uint64_t bytes;              /* of its STORED entries */
+	const char *etag;            /* into key[] */
+	char key[];                  /* key '\0' cache id '\0' */
+};
+
 struct ssd_entry {
 	struct ssd_entry *hnext;     /* hash chain */
 	struct ssd_entry *dnext;     /* doomed list */
-	uint64_t hi, lo;             /* XXH3_128 of the index key: file name and bucket */
+	struct ssd_obj *obj;
+	uint64_t hi, lo;             /* XXH3_128 of the index key: bucket and policy key */
 	uint64_t index;
-	uint64_t data_len, file_bytes, xxh;
+	uint64_t data_len, bytes;    /* chunk bytes; what they take on disk (4 KiB blocks) */
 	uint64_t gen;                /* tells a re-stored entry from the one a reader saw */
 	uint64_t last_access;        /* seconds since the epoch (persisted) */
+	uint64_t checked;            /* when the scrub last read it back (monotonic s) */
 	uint32_t hits;
 	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
+	uint32_t nblocks;
 	bool touched;                /* access stats changed since loaded */
 	bool pinned;                 /* an operator pinned it: kept out of the policy */
 	enum entry_state state;
+	uint32_t *sums;              /* into the allocation: the blocks' checksums */
 	const char *etag;            /* into key[] */
-	char key[];                  /* key '\0' etag '\0' */
+	char key[];                  /* key '\0' etag '\0', then the sums */
 };
 
 enum job_kind { JOB_STORE, JOB_DROP };
@@ -106,6 +122,8 @@ struct job {
 	void *arg;
 	bool force;                  /* STORE: an operator's warm-up, past admission */
 	char *key, *keep;            /* DROP: one allocation; keep may be NULL */
+	int fd;                      /* STORE, in a batch: its object's file */
+	bool reserved;               /* STORE: its bytes are in t->reserved */
 };
 
 struct ssd_tier {
@@ -115,7 +133,10 @@ struct ssd_tier {
 	struct ssd_entry **buckets;
 	size_t n_buckets;            /* power of two */
 	size_t n_table;              /* entries in the table, PENDING included */
+	struct ssd_obj **obuckets;
+	size_t n_obuckets, n_objs;
 	uint64_t entries, bytes_used;
+	uint64_t reserved;           /* bytes of the batch being written, not yet STORED */
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
@@ -129,15 +150,17 @@ struct ssd_tier {
 	bool writer_started;
 	pthread_t writer;
 
-	int dir_fd, chunks_fd;
+	int dir_fd, objects_fd;
 	char *dir;
-	uint64_t owner_hash;
 	size_t chunk_size;
 	uint64_t capacity;
 	unsigned min_free_pct;
 	unsigned queue_max;
+	bool verify;                 /* read each chunk back before its record */
 	struct cache_index *ix;
-	unsigned char *wbuf;         /* writer-only header buffer */
+	unsigned char *rbuf;         /* writer-only: a chunk read back (DIO aligned) */
+	pthread_mutex_t scrub_lock;  /* one scrub at a time; its buffer */
+	unsigned char *sbuf;
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
@@ -148,57 +171,67 @@ struct ssd_tier {
 
 #define STAT_ADD(t, f, n) atomic_fetch_add_explicit(&(t)->f, (n), memory_order_relaxed)
 
-static void put_le32(unsigned char *p, uint32_t v)
+/* Bytes a chunk of len bytes takes on disk: whole 4 KiB blocks. */
+static uint64_t bytes_of(uint64_t len)
 {
-	v = htole32(v);
-	memcpy(p, &v, 4);
+	return (len + 4095) & ~(uint64_t)4095;
 }
 
-static void put_le64(unsigned char *p, uint64_t v)
+static uint32_t blocks_of(uint64_t len)
 {
-	v = htole64(v);
-	memcpy(p, &v, 8);
+	return (uint32_t)((len + SSD_BLOCK - 1) / SSD_BLOCK);
 }
 
-static uint32_t get_le32(const unsigned char *p)
+/* A block's checksum: the low half of its XXH3-64. */
+static uint32_t block_sum(const void *p, size_t n)
 {
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
+	return (uint32_t)XXH3_64bits(p, n);
 }
 
-static uint64_t get_le64(const unsigned char *p)
+static void block_sums(const void *data, size_t len, uint32_t *sums)
 {
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
+	for (uint32_t b = 0; b < blocks_of(len); b++) {
+		size_t off = (size_t)b * SSD_BLOCK;
+		size_t n = len - off < SSD_BLOCK ? len - off : SSD_BLOCK;
+
+		sums[b] = block_sum((const char *)data + off, n);
+	}
 }
 
-/* Bytes a chunk of len bytes takes on disk: the header plus the data
- * rounded up to whole 4 KiB blocks. */
-static uint64_t file_bytes_of(uint64_t len)
-{
-	return HDR_SIZE + ((len + 4095) & ~(uint64_t)4095);
-}
-
-/* Whether a chunk id can be stored at all: key and etag must fit the
- * header.  Longer keys are simply not cached. */
+/* Whether a chunk id can be stored at all: bounded key and cache id. */
 static bool id_fits(const struct chunk_id *id)
 {
 	size_t kl = strlen(id->key), el = strlen(id->etag);
-	return kl <= HDR_ROOM && el <= HDR_ROOM - kl;
+	return kl <= KEY_ROOM && el <= KEY_ROOM - kl;
 }
 
-/* XXH3_128 of the chunk's index key: names its file, picks its bucket.
+/* XXH3_128 of the chunk's index key: picks its bucket and its policy key.
  * The id must fit (id_fits). */
 static void id_hash(const struct chunk_id *id, uint64_t *hi, uint64_t *lo)
 {
-	char buf[HDR_ROOM + 16];
+	char buf[KEY_ROOM + 16];
 	size_t n = cache_index_chunk_key(id, buf, sizeof(buf));
 	XXH128_hash_t h;
 
 	assert(n <= sizeof(buf));
 	h = XXH3_128bits(buf, n);
+	*hi = h.high64;
+	*lo = h.low64;
+}
+
+/* XXH3_128 of 'o' key '\0' cache id: names the object's file.  Key and
+ * cache id together at most KEY_ROOM bytes (id_fits). */
+static void obj_hash(const char *key, const char *cache_id, uint64_t *hi, uint64_t *lo)
+{
+	size_t kl = strlen(key), el = strlen(cache_id);
+	char buf[KEY_ROOM + 2];
+	XXH128_hash_t h;
+
+	assert(kl + el <= KEY_ROOM);
+	buf[0] = 'o';
+	memcpy(buf + 1, key, kl + 1);
+	memcpy(buf + 2 + kl, cache_id, el);
+	h = XXH3_128bits(buf, kl + el + 2);
 	*hi = h.high64;
 	*lo = h.low64;
 }
@@ -210,8 +243,8 @@ static void hex64(char *out, uint64_t v)
 		out[i] = digits[v & 15];
 }
 
-/* "XX/<32 hex>" (+ suffix) relative to chunks/. */
-static void chunk_name(char out[NAME_BUF], uint64_t hi, uint64_t lo, const char *suffix)
+/* "XX/<32 hex>" relative to objects/. */
+static void obj_name(char out[NAME_BUF], uint64_t hi, uint64_t lo)
 {
 	hex64(out + 3, hi);
 	hex64(out + 19, lo);
@@ -219,8 +252,6 @@ static void chunk_name(char out[NAME_BUF], uint64_t hi, uint64_t lo, const char 
 	out[1] = out[4];
 	out[2] = '/';
 	out[NAME_LEN] = '\0';
-	if (suffix)
-		strcat(out, suffix);
 }
 
 static int hexval(char c)
@@ -248,18 +279,109 @@ static bool parse_hex128(const char *s, uint64_t *hi, uint64_t *lo)
 	return true;
 }
 
+/* ---- objects (lock held) ---- */
+
+static struct ssd_obj *obj_find(struct ssd_tier *t, uint64_t hi, uint64_t lo)
+{
+	for (struct ssd_obj *o = t->obuckets[lo & (t->n_obuckets - 1)]; o; o = o->hnext)
+		if (o->lo == lo && o->hi == hi)
+			return o;
+	return NULL;
+}
+
+static void obj_grow(struct ssd_tier *t)
+{
+	size_t n = t->n_obuckets * 2;
+	struct ssd_obj **nb;
+
+	if (t->n_objs <= t->n_obuckets || n > BUCKETS_MAX)
+		return;
+	nb = calloc(n, sizeof(*nb));
+	if (!nb)
+		return;
+	for (size_t i = 0; i < t->n_obuckets; i++) {
+		for (struct ssd_obj *o = t->obuckets[i], *next; o; o = next) {
+			next = o->hnext;
+			o->hnext = nb[o->lo & (n - 1)];
+			nb[o->lo & (n - 1)] = o;
+		}
+	}
+	free(t->obuckets);
+	t->obuckets = nb;
+	t->n_obuckets = n;
+}
+
+/* The object of version cache_id of key, (hi, lo) its hash, made if
+ * missing; NULL when out of memory. */
+static struct ssd_obj *obj_get(struct ssd_tier *t, const char *key, const char *cache_id,
+			       uint64_t hi, uint64_t lo)
+{
+	struct ssd_obj *o = obj_find(t, hi, lo), **b;
+	size_t kl = strlen(key), el = strlen(cache_id);
+
+	if (o)
+		return o;
+	o = calloc(1, sizeof(*o) + kl + el + 2);
+	if (!o)
+		return NULL;
+	memcpy(o->key, key, kl + 1);
+	memcpy(o->key + kl + 1, cache_id, el + 1);
+	o->etag = o->key + kl + 1;
+	o->hi = hi;
+	o->lo = lo;
+	b = &t->obuckets[lo & (t->n_obuckets - 1)];
+	o->hnext = *b;
+	*b = o;
+	t->n_objs++;
+	obj_grow(t);
+	return o;
+}
+
+/* Free o once nothing refers to it. */
+static void obj_maybe_free(struct ssd_tier *t, struct ssd_obj *o)
+{
+	struct ssd_obj **pp;
+
+	if (o->refs || o->holds)
+		return;
+	assert(o->entries == 0);
+	for (pp = &t->obuckets[o->lo & (t->n_obuckets - 1)]; *pp != o; pp = &(*pp)->hnext)
+		assert(*pp);
+	*pp = o->hnext;
+	t->n_objs--;
+	free(o);
+}
+
 /* ---- the in-memory table (lock held) ---- */
 
-static struct ssd_entry *entry_new(const struct chunk_id *id, uint64_t hi, uint64_t lo)
+/* Free an entry out of the table, and its object once nothing refers to
+ * it (takes the lock). */
+static void entry_free(struct ssd_tier *t, struct ssd_entry *e)
+{
+	pthread_mutex_lock(&t->lock);
+	assert(e->obj->refs > 0);
+	e->obj->refs--;
+	obj_maybe_free(t, e->obj);
+	pthread_mutex_unlock(&t->lock);
+	free(e);
+}
+
+/* A new entry for chunk id of object o, with room for the checksums of
+ * nblocks blocks. */
+static struct ssd_entry *entry_new(const struct chunk_id *id, uint64_t hi, uint64_t lo,
+				   uint32_t nblocks)
 {
 	size_t kl = strlen(id->key), el = strlen(id->etag);
-	struct ssd_entry *e = calloc(1, sizeof(*e) + kl + el + 2);
+	size_t strs = (kl + el + 2 + 3) & ~(size_t)3;
+	struct ssd_entry *e = calloc(1, sizeof(*e) + strs + 4 * (size_t)nblocks);
 
 	if (!e)
 		return NULL;
 	memcpy(e->key, id->key, kl + 1);
 	memcpy(e->key + kl + 1, id->etag, el + 1);
 	e->etag = e->key + kl + 1;
+	e->sums = (uint32_t *)(void *)(e->key + strs);
+	e->nblocks = nblocks;
 	e->index = id->index;
 	e->hi = hi;
 	e->lo = lo;
@@ -306,6 +428,12 @@ static void table_grow(struct ssd_tier *t)
 	t->n_buckets = n;
 }
 
+/* Is e out of eviction's reach (pinned, or its object held)? */
+static bool entry_kept(const struct ssd_entry *e)
+{
+	return e->pinned || e->obj->holds > 0;
+}
+
 static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 {
 	struct ssd_entry **b = &t->buckets[e->lo & (t->n_buckets - 1)];
@@ -314,15 +442,19 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 	*b = e;
 	e->gen = ++t->next_gen;
 	t->n_table++;
+	e->obj->entries++;
 	if (e->state == ENTRY_STORED) {
 		t->entries++;
-		t->bytes_used += e->file_bytes;
+		t->bytes_used += e->bytes;
+		e->obj->bytes += e->bytes;
 		if (t->policy && !e->pinned)
 			evict_policy_insert(t->policy, e->lo);
 	}
 	table_grow(t);
 }
 
+/* Take e out of the table; its object stays (the caller frees it with
+ * obj_maybe_free once done with e->obj). */
 static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 {
 	struct ssd_entry **pp = &t->buckets[e->lo & (t->n_buckets - 1)];
@@ -334,10 +466,13 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 	*pp = e->hnext;
 	e->hnext = NULL;
 	t->n_table--;
+	assert(e->obj->entries > 0);
+	e->obj->entries--;
 	if (e->state == ENTRY_STORED) {
-		assert(t->entries > 0 && t->bytes_used >= e->file_bytes);
+		assert(t->entries > 0 && t->bytes_used >= e->bytes && e->obj->bytes >= e->bytes);
 		t->entries--;
-		t->bytes_used -= e->file_bytes;
+		t->bytes_used -= e->bytes;
+		e->obj->bytes -= e->bytes;
 		if (t->policy && !e->pinned)
 			evict_policy_remove(t->policy, e->lo);
 	}
@@ -356,7 +491,7 @@ static bool table_check(struct ssd_tier *t)
 			n++;
 			if (e->state == ENTRY_STORED) {
 				stored++;
-				bytes += e->file_bytes;
+				bytes += e->bytes;
 			}
 		}
 	return n == t->n_table && stored == t->entries && bytes == t->bytes_used;
@@ -371,24 +506,34 @@ static struct ssd_entry *entry_of_key(struct ssd_tier *t, uint64_t lo)
 	return NULL;
 }
 
-/* The eviction policy's victim (lock held), or NULL when it has none.
- * The policy (src/evict, the `ssd-policy` option) sees every read that
- * reached this tier, hit or miss, and each STORED entry by the half of
- * its 128-bit hash that picks its bucket.  A key it holds with no entry behind it (two
- * chunks whose halves collided, one of them gone) is forgotten. */
-/* The policy's pinned test while a plan is known: an entry the plan
- * reads later is kept while there is another victim (lock held). */
+/* The policy's pinned test: an entry of a held object is never a victim;
+ * while a plan is known, one the plan reads later is kept while there is
+ * another victim (lock held). */
 static bool needed_soon(void *ctx, uint64_t lo)
 {
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && plan_slot_future(t->plans, e->key, false) == PLAN_SOON;
+	return e && (e->obj->holds > 0 ||
+		     (t->plans && plan_slot_future(t->plans, e->key, false) == PLAN_SOON));
 }
 
-/* The policy's victim; with a plan, one the plan does not read later if
- * the policy has one (Belady's rule: what is needed furthest ahead goes
- * first, and what is not needed again is furthest).  Lock held. */
+static bool held(void *ctx, uint64_t lo)
+{
+	struct ssd_tier *t = ctx;
+	struct ssd_entry *e = entry_of_key(t, lo);
+
+	return e && e->obj->holds > 0;
+}
+
+/* The eviction policy's victim (lock held), or NULL when it has none.
+ * The policy (src/evict, the `ssd-policy` option) sees every read that
+ * reached this tier, hit or miss, and each STORED entry by the half of
+ * its 128-bit hash that picks its bucket.  A key it holds with no entry
+ * behind it (two chunks whose halves collided, one of them gone) is
+ * forgotten.  With a plan, a victim the plan does not read later comes
+ * first if the policy has one (Belady's rule: what is needed furthest
+ * ahead goes first, and what is not needed again is furthest). */
 static struct ssd_entry *victim_choose(struct ssd_tier *t)
 {
 	uint64_t v;
@@ -400,7 +545,7 @@ static struct ssd_entry *victim_choose(struct ssd_tier *t)
 			return e;
 		evict_policy_remove(t->policy, v);
 	}
-	while (evict_policy_victim(t->policy, NULL, NULL, &v)) {
+	while (evict_policy_victim(t->policy, held, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
@@ -410,78 +555,17 @@ static struct ssd_entry *victim_choose(struct ssd_tier *t)
 	return NULL;
 }
 
-/* ---- chunk files ---- */
+/* ---- object files ---- */
 
-/* Everything a header says, pointing into the buffer it came from. */
-struct hdr_info {
-	uint32_t key_len, etag_len;
-	uint64_t index, data_len, xxh, owner_hash;
-	const char *key, *etag;
-};
-
-static void hdr_encode(unsigned char *h, const struct chunk_id *id, uint64_t len, uint64_t xxh,
-		       uint64_t owner_hash)
-{
-	uint32_t kl = (uint32_t)strlen(id->key), el = (uint32_t)strlen(id->etag);
-
-	assert(kl + el <= HDR_ROOM);
-	memset(h, 0, HDR_SIZE);
-	memcpy(h, HDR_MAGIC, 8);
-	put_le32(h + 8, SSD_FORMAT_VERSION);
-	put_le32(h + 12, HDR_SIZE);
-	put_le32(h + 16, kl);
-	put_le32(h + 20, el);
-	put_le64(h + 24, id->index);
-	put_le64(h + 32, len);
-	put_le64(h + 40, xxh);
-	put_le64(h + 48, owner_hash);
-	memcpy(h + HDR_FIXED, id->key, kl);
-	memcpy(h + HDR_FIXED + kl, id->etag, el);
-	put_le64(h + 56, XXH3_64bits(h, HDR_SIZE));
-}
-
-/* Check magic, format, size and the header checksum, then decode.  h is
- * modified (its checksum field zeroed). */
-static bool hdr_decode(unsigned char *h, struct hdr_info *hi)
-{
-	uint64_t sum = get_le64(h + 56);
-
-	if (memcmp(h, HDR_MAGIC, 8) != 0 || get_le32(h + 8) != SSD_FORMAT_VERSION ||
-	    get_le32(h + 12) != HDR_SIZE)
-		return false;
-	put_le64(h + 56, 0);
-	if (XXH3_64bits(h, HDR_SIZE) != sum)
-		return false;
-	hi->key_len = get_le32(h + 16);
-	hi->etag_len = get_le32(h + 20);
-	if (hi->key_len > HDR_ROOM || hi->etag_len > HDR_ROOM - hi->key_len)
-		return false;
-	hi->index = get_le64(h + 24);
-	hi->data_len = get_le64(h + 32);
-	hi->xxh = get_le64(h + 40);
-	hi->owner_hash = get_le64(h + 48);
-	hi->key = (const char *)h + HDR_FIXED;
-	hi->etag = hi->key + hi->key_len;
-	return true;
-}
-
-static bool hdr_matches(const struct hdr_info *hi, const struct chunk_id *id)
-{
-	size_t kl = strlen(id->key), el = strlen(id->etag);
-
-	return hi->index == id->index && hi->key_len == kl && hi->etag_len == el &&
-	       memcmp(hi->key, id->key, kl) == 0 && memcmp(hi->etag, id->etag, el) == 0;
-}
-
-/* preadv/pwritev until every byte of iov moved, EOF, or an error.
- * Returns the bytes moved or -1 (errno set).  iov is consumed. */
-static ssize_t rw_full(int fd, struct iovec *iov, int n, bool write)
+/* pread/pwrite until every byte moved, EOF, or an error.  Returns the
+ * bytes moved or -1 (errno set). */
+static ssize_t rw_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	size_t total = 0;
 
-	while (n > 0) {
-		ssize_t r = write ? pwritev(fd, iov, n, (off_t)total)
-				  : preadv(fd, iov, n, (off_t)total);
+	while (total < len) {
+		ssize_t r = write ? pwrite(fd, (char *)buf + total, len - total, (off_t)(off + total))
+				  : pread(fd, (char *)buf + total, len - total, (off_t)(off + total));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -490,15 +574,6 @@ static ssize_t rw_full(int fd, struct iovec *iov, int n, bool write)
 		if (r == 0)
 			break;
 		total += (size_t)r;
-		while (n > 0 && (size_t)r >= iov->iov_len) {
-			r -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + r;
-			iov->iov_len -= (size_t)r;
-		}
 	}
 	return (ssize_t)total;
 }
@@ -516,121 +591,108 @@ static enum read_result read_errno(int err)
 	}
 }
 
-/* Read and verify one chunk file into buf (cap bytes).
- *
- * Header and data are page-aligned in the file, so the read goes around
- * the page cache (O_DIRECT) whenever buf allows it: the bytes are copied
- * once, disk to RAM tier, and the cache disk's page cache does not fill
- * with a second copy of what the RAM tier already holds.  Whatever
- * O_DIRECT refuses (tmpfs, an unaligned buffer, a short read) is read
- * again buffered. */
-#define DIO_ALIGN 4096u
-
-static enum read_result chunk_file_read(struct ssd_tier *t, const struct chunk_id *id,
-					uint64_t hi, uint64_t lo, void *buf, size_t cap,
-					uint64_t len, uint64_t xxh)
+/* Open object (hi, lo)'s file: read-only, or for writing (made, with its
+ * XX directory, when missing).  fd or -1 (errno set). */
+static int obj_file_open(struct ssd_tier *t, uint64_t hi, uint64_t lo, bool write)
 {
-	_Alignas(DIO_ALIGN) unsigned char hdr[HDR_SIZE];
-	uint64_t padded = (len + DIO_ALIGN - 1) & ~(uint64_t)(DIO_ALIGN - 1);
-	struct iovec iov[2] = { { hdr, HDR_SIZE }, { buf, len } };
 	char name[NAME_BUF];
-	struct hdr_info h;
-	ssize_t n = -1;
-	int fd, err = 0;
+	int fd;
 
-	chunk_name(name, hi, lo, NULL);
-	if ((uintptr_t)buf % DIO_ALIGN == 0 && padded <= cap && len > 0) {
-		fd = openat(t->chunks_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-		if (fd < 0 && errno == ENOENT)
-			return READ_GONE;
-		if (fd >= 0) {
-			iov[1].iov_len = (size_t)padded;
-			do {
-				n = preadv(fd, iov, 2, 0);   /* one call: a retry would be unaligned */
-			} while (n < 0 && errno == EINTR);
-			close(fd);
-			iov[1].iov_len = (size_t)len;
-		}
+	obj_name(name, hi, lo);
+	if (!write)
+		return openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(t->objects_fd, name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		char sub[3] = { name[0], name[1], '\0' };
+		if (mkdirat(t->objects_fd, sub, 0700) < 0 && errno != EEXIST)
+			return -1;
+		fd = openat(t->objects_fd, name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
 	}
-	if (n != (ssize_t)(HDR_SIZE + len)) {
-		fd = openat(t->chunks_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* 0600 whatever the umask: the mode is part of the contract */
+	if (fd >= 0 && fchmod(fd, 0600) < 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* Read bytes [off, off + len) of a chunk of data_len bytes, whole blocks,
+ * from the object file into buf, and check each block against sums (the
+ * first block's checksum at sums[0]).  fd: an open file, or -1 to open it
+ * here. */
+static enum read_result span_read(struct ssd_tier *t, int fd, uint64_t hi, uint64_t lo,
+				  uint64_t chunk_off, size_t span_off, size_t span_len,
+				  const uint32_t *sums, void *buf)
+{
+	bool mine = fd < 0;
+	ssize_t n;
+	int err = 0;
+
+	if (mine) {
+		fd = obj_file_open(t, hi, lo, false);
 		if (fd < 0)
 			return read_errno(errno);
-		n = rw_full(fd, iov, len ? 2 : 1, false);
-		err = errno;
-		close(fd);
 	}
+	n = rw_full(fd, buf, span_len, chunk_off + span_off, false);
+	err = errno;
+	if (mine)
+		close(fd);
 	if (n < 0)
 		return read_errno(err);
-	if ((uint64_t)n != HDR_SIZE + len)   /* truncated: not what we wrote */
+	if ((size_t)n != span_len)   /* truncated: not what we wrote */
 		return READ_BAD;
-	if (!hdr_decode(hdr, &h) || !hdr_matches(&h, id) || h.data_len != len || h.xxh != xxh ||
-	    h.owner_hash != t->owner_hash)
-		return READ_BAD;
-	if (XXH3_64bits(buf, len) != xxh)
-		return READ_BAD;
+	for (size_t off = 0, b = 0; off < span_len; off += SSD_BLOCK, b++) {
+		size_t m = span_len - off < SSD_BLOCK ? span_len - off : SSD_BLOCK;
+
+		if (block_sum((const char *)buf + off, m) != sums[b])
+			return READ_BAD;
+	}
 	return READ_OK;
 }
 
-/* Write a chunk file: temporary name, all bytes, rename.  On failure
- * nothing is left behind; returns 0 or the errno. */
-static int chunk_file_write(struct ssd_tier *t, const struct ssd_entry *e, const void *data,
-			    size_t len)
-{
-	struct chunk_id id = entry_id(e);
-	char name[NAME_BUF], tmp[NAME_BUF];
-	struct iovec iov[2];
-	int fd, err = 0;
-	ssize_t n;
-
-	chunk_name(name, e->hi, e->lo, NULL);
-	chunk_name(tmp, e->hi, e->lo, ".tmp");
-	hdr_encode(t->wbuf, &id, len, e->xxh, t->owner_hash);
-	(void)unlinkat(t->chunks_fd, tmp, 0);   /* a leftover of a failed write */
-	fd = openat(t->chunks_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 && errno == ENOENT) {
-		char sub[3] = { name[0], name[1], '\0' };
-		if (mkdirat(t->chunks_fd, sub, 0700) < 0 && errno != EEXIST)
-			return errno;
-		fd = openat(t->chunks_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-			    0600);
-	}
-	if (fd < 0)
-		return errno;
-	/* 0600 whatever the umask: the mode is part of the contract. */
-	if (fchmod(fd, 0600) < 0)
-		err = errno;
-	iov[0] = (struct iovec){ t->wbuf, HDR_SIZE };
-	iov[1] = (struct iovec){ (void *)(uintptr_t)data, len };
-	if (!err) {
-		n = rw_full(fd, iov, len ? 2 : 1, true);
-		if (n < 0)
-			err = errno;
-		else if ((uint64_t)n != HDR_SIZE + len)
-			err = EIO;
-	}
-	if (close(fd) < 0 && !err)
-		err = errno;
-	if (!err && renameat(t->chunks_fd, tmp, t->chunks_fd, name) < 0)
-		err = errno;
-	if (err)
-		(void)unlinkat(t->chunks_fd, tmp, 0);
-	return err;
-}
-
-/* Delete an entry already out of the table: its file, its record, it.
- * Writer thread (or open/close, when there is no writer). */
-static void entry_destroy(struct ssd_tier *t, struct ssd_entry *e)
+/* Free the disk space of an entry's bytes: a hole in its object's file,
+ * and the file itself when it was the object's last chunk.  Writer
+ * thread (or open/close, when there is no writer). */
+static void punch(struct ssd_tier *t, const struct ssd_entry *e, bool last)
 {
 	char name[NAME_BUF];
-	struct chunk_id id = entry_id(e);
+	int fd;
 
-	chunk_name(name, e->hi, e->lo, NULL);
-	if (unlinkat(t->chunks_fd, name, 0) < 0 && errno != ENOENT)
-		log_debug("ssd tier: unlink %s: %s", name, strerror(errno));
-	/* A failure leaves a record whose file is gone: dropped at next open. */
+	obj_name(name, e->obj->hi, e->obj->lo);
+	if (last) {
+		if (unlinkat(t->objects_fd, name, 0) < 0 && errno != ENOENT)
+			log_debug("ssd tier: unlink %s: %s", name, strerror(errno));
+		return;
+	}
+	fd = openat(t->objects_fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(e->index * t->chunk_size), (off_t)e->bytes) < 0)
+		log_debug("ssd tier: punching %s: %s", name, strerror(errno));
+	close(fd);
+}
+
+/* Delete an entry already out of the table: its bytes, its record, it,
+ * and its object once nothing else refers to it.  Writer thread (or
+ * open/close, when there is no writer). */
+static void entry_destroy(struct ssd_tier *t, struct ssd_entry *e)
+{
+	struct chunk_id id = entry_id(e);
+	bool last;
+
+	pthread_mutex_lock(&t->lock);
+	last = e->obj->entries == 0 && e->obj->holds == 0;
+	pthread_mutex_unlock(&t->lock);
+	/* A held object's file stays whole: its last chunk is punched out
+	 * only when an eviction asked for while it was held comes after. */
+	punch(t, e, last);
+	/* A failure leaves a record whose bytes are gone: a checksum miss,
+	 * or dropped at the next open. */
 	(void)cache_index_chunk_del(t->ix, &id);
-	free(e);
+	entry_free(t, e);
 }
 
 static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
@@ -681,7 +743,7 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 		struct ssd_entry *v;
 
 		pthread_mutex_lock(&t->lock);
-		if ((!t->capacity || t->bytes_used + need <= t->capacity) &&
+		if ((!t->capacity || t->bytes_used + t->reserved + need <= t->capacity) &&
 		    (!check_fs || avail >= reserve + need) &&
 		    (need == 0 ||
 		     evict_policy_size(t->policy) < evict_policy_capacity(t->policy))) {
@@ -706,7 +768,7 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 		}
 		table_remove(t, v);
 		pthread_mutex_unlock(&t->lock);
-		avail += v->file_bytes;   /* freed by the unlink below (estimate) */
+		avail += v->bytes;   /* freed by the punch below (estimate) */
 		entry_destroy(t, v);
 		STAT_ADD(t, evictions, 1);
 	}
@@ -727,81 +789,202 @@ static bool in_backoff(struct ssd_tier *t)
 	return atomic_load(&t->degraded) && clock_coarse_ms() < atomic_load(&t->backoff_until_ms);
 }
 
-/* The index record of entry e; its file name into name (NAME_BUF bytes)
- * when name is not NULL. */
+/* The index record of entry e (its access statistics as they are now). */
 static void entry_record(const struct ssd_tier *t, const struct ssd_entry *e,
-			 struct cache_index_rec *rec, char *name)
+			 struct cache_index_rec *rec)
 {
-	char buf[NAME_BUF];
-
-	if (!name)
-		name = buf;
-	memset(rec, 0, sizeof(*rec));
-	chunk_name(name, e->hi, e->lo, NULL);
-	snprintf(rec->loc, sizeof(rec->loc), "chunks/%s", name);
-	rec->file_bytes = e->file_bytes;
 	rec->data_len = e->data_len;
-	rec->xxh = e->xxh;
+	rec->block_size = SSD_BLOCK;
+	rec->nblocks = e->nblocks;
+	memcpy(rec->sums, e->sums, 4 * (size_t)e->nblocks);
 	rec->hits = e->hits;
 	rec->last_access = e->last_access;
 	rec->policy_stat = e->state == ENTRY_STORED && t->policy ?
 				   evict_policy_stat_get(t->policy, e->lo) : e->policy_stat;
 }
 
-static void job_store(struct ssd_tier *t, struct job *j)
+/* A store job's first half: room, then the bytes into the object's file.
+ * false when the job was dropped (released, counted). */
+static bool job_write(struct ssd_tier *t, struct job *j)
 {
 	struct ssd_entry *e = j->e;
-	struct chunk_id id = entry_id(e);
-	struct cache_index_rec rec;
-	char name[NAME_BUF];
 	bool rejected = false;
-	int err, rc;
+	ssize_t n;
+	int err = 0;
 
+	j->fd = -1;
 	if (in_backoff(t))
 		goto drop;
-	e->data_len = j->len;
-	e->file_bytes = file_bytes_of(j->len);
-	if (!make_room(t, e->file_bytes, j->force ? NULL : &e->lo, j->force ? NULL : e->key,
+	if (!make_room(t, e->bytes, j->force ? NULL : &e->lo, j->force ? NULL : e->key,
 		       &rejected))
 		goto drop;
-	e->xxh = XXH3_64bits(j->data, j->len);
-	err = chunk_file_write(t, e, j->data, j->len);
-	if (err) {
-		degrade(t, "chunk write", err);
-		goto fail;
-	}
-	entry_record(t, e, &rec, name);
-	rec.last_access = clock_wall_coarse_s();   /* e is updated under the lock below */
-	rc = cache_index_chunk_put(t->ix, &id, &rec);
-	if (rc != TFS_OK) {
-		(void)unlinkat(t->chunks_fd, name, 0);
-		degrade(t, "index write", rc == TFS_E_NOSPC ? ENOSPC : EIO);
-		goto fail;
-	}
-	if (atomic_exchange(&t->degraded, false))
-		log_info("ssd tier %s: writes succeed again; no longer degraded", t->dir);
 	pthread_mutex_lock(&t->lock);
-	/* PENDING -> STORED: now readers may see it. */
-	table_remove(t, e);
-	e->state = ENTRY_STORED;
-	e->last_access = rec.last_access;
-	e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
-	table_insert(t, e);
+	t->reserved += e->bytes;
 	pthread_mutex_unlock(&t->lock);
-	STAT_ADD(t, insertions, 1);
-	STAT_ADD(t, bytes_fetched, j->len);
-	j->release(j->arg);
-	return;
-fail:
+	j->reserved = true;
+	block_sums(j->data, j->len, e->sums);
+	j->fd = obj_file_open(t, e->obj->hi, e->obj->lo, true);
+	if (j->fd < 0) {
+		err = errno;
+	} else {
+		n = rw_full(j->fd, (void *)(uintptr_t)j->data, j->len,
+			    e->index * t->chunk_size, true);
+		if (n < 0)
+			err = errno;
+		else if ((size_t)n != j->len)
+			err = EIO;
+	}
+	if (!err)
+		return true;
+	degrade(t, "chunk write", err);
 	STAT_ADD(t, io_errors, 1);
+	if (j->fd >= 0) {
+		/* give back what a partial write took (an ENOSPC, say) */
+		(void)fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)(e->index * t->chunk_size), (off_t)e->bytes);
+		close(j->fd);
+		j->fd = -1;
+	}
 drop:
 	STAT_ADD(t, dropped, !rejected);
 	STAT_ADD(t, rejected, rejected);
+	return false;
+}
+
+/* Read job j's bytes back from the disk, around the page cache when the
+ * filesystem allows it, and compare them with their checksums. */
+static bool job_verify(struct ssd_tier *t, struct job *j)
+{
+	struct ssd_entry *e = j->e;
+	uint64_t off = e->index * t->chunk_size;
+	int fd;
+	ssize_t n = -1;
+
+	if (!t->verify)
+		return true;
+	fd = obj_file_open(t, e->obj->hi, e->obj->lo, false);
+	if (fd >= 0) {
+		int dfd = openat(t->objects_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		char name[NAME_BUF];
+
+		/* O_DIRECT: the device's bytes, not the page cache's copy */
+		obj_name(name, e->obj->hi, e->obj->lo);
+		if (dfd >= 0) {
+			int xfd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+
+			if (xfd >= 0) {
+				do {
+					n = pread(xfd, t->rbuf, (size_t)e->bytes, (off_t)off);
+				} while (n < 0 && errno == EINTR);
+				close(xfd);
+			}
+			close(dfd);
+		}
+		if (n != (ssize_t)e->bytes && n != (ssize_t)j->len)   /* refused, or short */
+			n = rw_full(fd, t->rbuf, j->len, off, false);
+		close(fd);
+	}
+	if (n < (ssize_t)j->len)
+		return false;
+	for (uint32_t b = 0; b < e->nblocks; b++) {
+		size_t boff = (size_t)b * SSD_BLOCK;
+		size_t m = j->len - boff < SSD_BLOCK ? j->len - boff : SSD_BLOCK;
+
+		if (block_sum(t->rbuf + boff, m) != e->sums[b])
+			return false;
+	}
+	return true;
+}
+
+/* Finish a store job the batch could not keep: its bytes punched out, its
+ * entry gone, its buffer released. */
+static void job_abandon(struct ssd_tier *t, struct job *j)
+{
+	struct ssd_entry *e = j->e;
+
 	pthread_mutex_lock(&t->lock);
 	table_remove(t, e);
+	if (j->reserved)
+		t->reserved -= e->bytes;
 	pthread_mutex_unlock(&t->lock);
-	free(e);
+	if (j->fd >= 0)
+		close(j->fd);
+	entry_destroy(t, e);   /* no record: the delete finds none */
 	j->release(j->arg);
+}
+
+/* Store jobs js[0..n), written (job_write) and still holding their files
+ * open: one fdatasync per file, each chunk read back and checked, then
+ * every record in one index batch, and only then visible to readers. */
+static void batch_finish(struct ssd_tier *t, struct job **js, size_t n)
+{
+	struct cache_index_batch *b = cache_index_batch_new();
+	struct cache_index_rec *rec = malloc(sizeof(*rec));
+	bool ok[WRITE_BATCH_JOBS];
+	uint64_t now = clock_wall_coarse_s();
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		int err = 0;
+
+		ok[i] = b && rec;
+		for (size_t k = 0; k < i && ok[i]; k++)   /* one sync per file */
+			if (js[k]->e->obj == js[i]->e->obj)
+				goto synced;
+		if (ok[i] && fdatasync(js[i]->fd) < 0) {
+			err = errno;
+			degrade(t, "sync", err);
+			STAT_ADD(t, io_errors, 1);
+			ok[i] = false;
+		}
+synced:
+		if (ok[i] && !job_verify(t, js[i])) {
+			log_warn("ssd tier %s: a chunk of '%s' read back wrong after it was written; "
+				 "not kept", t->dir, js[i]->e->key);
+			STAT_ADD(t, checksum_failures, 1);
+			ok[i] = false;
+		}
+		if (ok[i]) {
+			struct chunk_id id = entry_id(js[i]->e);
+
+			js[i]->e->last_access = now;
+			entry_record(t, js[i]->e, rec);
+			cache_index_batch_chunk_put(b, &id, rec);
+		}
+	}
+	rc = b ? cache_index_batch_commit(t->ix, b) : TFS_E_NOMEM;
+	if (rc != TFS_OK)
+		degrade(t, "index write", rc == TFS_E_NOSPC ? ENOSPC : EIO);
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = js[i];
+		struct ssd_entry *e = j->e;
+
+		if (!ok[i] || rc != TFS_OK) {
+			if (rc != TFS_OK && ok[i])
+				STAT_ADD(t, io_errors, 1);
+			STAT_ADD(t, dropped, 1);
+			job_abandon(t, j);
+			continue;
+		}
+		close(j->fd);
+		pthread_mutex_lock(&t->lock);
+		/* PENDING -> STORED: now readers may see it */
+		table_remove(t, e);
+		t->reserved -= e->bytes;
+		e->state = ENTRY_STORED;
+		e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
+		e->checked = (uint64_t)clock_coarse_ms() / 1000;
+		table_insert(t, e);
+		pthread_mutex_unlock(&t->lock);
+		STAT_ADD(t, insertions, 1);
+		STAT_ADD(t, bytes_fetched, j->len);
+		j->release(j->arg);
+	}
+	if (rc == TFS_OK && atomic_load(&t->degraded) && !in_backoff(t) &&
+	    atomic_exchange(&t->degraded, false))
+		log_info("ssd tier %s: writes succeed again; no longer degraded", t->dir);
+	cache_index_batch_free(b);
+	free(rec);
 }
 
 struct drop_ctx {
@@ -816,7 +999,6 @@ static int drop_cb(void *ctx, const struct chunk_id *id, const struct cache_inde
 	struct drop_ctx *d = ctx;
 	struct ssd_tier *t = d->t;
 	struct ssd_entry *e;
-	char name[NAME_BUF];
 	uint64_t hi, lo;
 
 	if ((d->keep && strcmp(id->etag, d->keep) == 0) || !id_fits(id))
@@ -832,10 +1014,19 @@ static int drop_cb(void *ctx, const struct chunk_id *id, const struct cache_inde
 	if (e)
 		table_remove(t, e);
 	pthread_mutex_unlock(&t->lock);
-	free(e);
-	chunk_name(name, hi, lo, NULL);
-	(void)unlinkat(t->chunks_fd, name, 0);
+	/* the whole file goes below, even held: a reader that has it open
+	 * keeps reading it */
+	if (e)
+		entry_free(t, e);
 	cache_index_batch_chunk_del(d->b, id);
+	{
+		char name[NAME_BUF];
+		uint64_t ohi, olo;
+
+		obj_hash(id->key, id->etag, &ohi, &olo);
+		obj_name(name, ohi, olo);
+		(void)unlinkat(t->objects_fd, name, 0);
+	}
 	d->n++;
 	if (cache_index_batch_count(d->b) >= BATCH_MAX)
 		(void)cache_index_batch_commit(t->ix, d->b);
@@ -855,32 +1046,55 @@ static void job_drop(struct ssd_tier *t, struct job *j)
 		log_debug("ssd tier: dropped %zu chunks of old versions of %s", d.n, j->key);
 }
 
+/* The next job, and the doomed list, for the writer (lock held); NULL job
+ * when there is none.  A drop job is taken only when it comes first. */
+static struct job *job_pop(struct ssd_tier *t, bool stores_only)
+{
+	struct job *j = t->q_head;
+
+	if (!j || (stores_only && j->kind != JOB_STORE))
+		return NULL;
+	t->q_head = j->next;
+	if (!t->q_head)
+		t->q_tail = NULL;
+	/* a store counts against queue_max until it is done (job_done): the
+	 * buffers of the jobs being written are referenced too */
+	if (j->kind == JOB_DROP)
+		t->q_drops--;
+	return j;
+}
+
+/* A job is over: out of the queue's count (a store's), and freed. */
+static void job_done(struct ssd_tier *t, struct job *j)
+{
+	if (j->kind == JOB_STORE) {
+		pthread_mutex_lock(&t->lock);
+		t->q_stores--;
+		pthread_cond_broadcast(&t->done_cond);   /* room in the queue */
+		pthread_mutex_unlock(&t->lock);
+	}
+	free(j->key);
+	free(j);
+}
+
 static void *writer_main(void *arg)
 {
 	struct ssd_tier *t = arg;
 
 	for (;;) {
+		struct job *js[WRITE_BATCH_JOBS], *j;
 		struct ssd_entry *d;
-		struct job *j;
+		size_t n = 0;
 
 		pthread_mutex_lock(&t->lock);
 		while (!t->q_head && !t->doomed && !t->stopping)
 			pthread_cond_wait(&t->work_cond, &t->lock);
 		/* Doomed entries first: a re-store of the same chunk may be the
-		 * next job, and its file must not be deleted after it is written. */
+		 * next job, and its bytes must not be punched after it is written. */
 		d = t->doomed;
 		t->doomed = NULL;
 		t->doomed_busy = d != NULL;
-		j = t->q_head;
-		if (j) {
-			t->q_head = j->next;
-			if (!t->q_head)
-				t->q_tail = NULL;
-			if (j->kind == JOB_STORE)
-				t->q_stores--;
-			else
-				t->q_drops--;
-		}
+		j = job_pop(t, false);
 		if (!j && !d && t->stopping) {
 			pthread_mutex_unlock(&t->lock);
 			break;
@@ -888,19 +1102,39 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&t->lock);
 
 		doomed_destroy(t, d);
-		if (j) {
-			if (j->kind == JOB_STORE)
-				job_store(t, j);
-			else
-				job_drop(t, j);
-			free(j->key);
-			free(j);
+		if (j && j->kind == JOB_DROP) {
+			job_drop(t, j);
+			job_done(t, j);
+			n = 1;
+		} else if (j) {
+			/* a batch: the store jobs already queued, up to a bound;
+			 * none is waited for */
+			size_t kept = 0;
+
+			for (;;) {
+				n++;
+				if (job_write(t, j)) {
+					js[kept++] = j;
+				} else {
+					job_abandon(t, j);
+					job_done(t, j);
+				}
+				if (kept == WRITE_BATCH_JOBS)
+					break;
+				pthread_mutex_lock(&t->lock);
+				j = job_pop(t, true);
+				pthread_mutex_unlock(&t->lock);
+				if (!j)
+					break;
+			}
+			batch_finish(t, js, kept);
+			for (size_t i = 0; i < kept; i++)
+				job_done(t, js[i]);
 		}
 
 		pthread_mutex_lock(&t->lock);
 		t->doomed_busy = false;
-		if (j)
-			t->seq_done++;
+		t->seq_done += n;
 		pthread_cond_broadcast(&t->done_cond);
 		pthread_mutex_unlock(&t->lock);
 	}
@@ -909,11 +1143,11 @@ static void *writer_main(void *arg)
 
 /* ---- open: directory, identity, reconcile ---- */
 
-/* Check, create or tighten the cache directory; open it and chunks/. */
+/* Check, create or tighten the cache directory; open it and objects/. */
 static int dir_prepare(struct ssd_tier *t, char *err, size_t errlen)
 {
 	struct stat st, st2;
-	bool has_index = false, has_chunks = false;
+	bool ours = false;
 	size_t others = 0;
 	DIR *d = NULL;
 	struct dirent *de;
@@ -965,7 +1199,8 @@ static int dir_prepare(struct ssd_tier *t, char *err, size_t errlen)
 	t->dir_fd = fd;
 
 	/* Never write into (or wipe) a directory holding things we did not put
-	 * there: only an empty one or one with our layout is a cache. */
+	 * there: only an empty one or one with our layout (this format's, or
+	 * format 1's chunks/) is a cache. */
 	fd = dup(t->dir_fd);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
@@ -977,16 +1212,15 @@ static int dir_prepare(struct ssd_tier *t, char *err, size_t errlen)
 	while ((de = readdir(d)) != NULL) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!strcmp(de->d_name, "index"))
-			has_index = true;
-		else if (!strcmp(de->d_name, "chunks"))
-			has_chunks = true;
+		if (!strcmp(de->d_name, "index") || !strcmp(de->d_name, "objects") ||
+		    !strcmp(de->d_name, "chunks"))
+			ours = true;
 		else if (strcmp(de->d_name, "lost+found") != 0)   /* a fresh filesystem's root */
 			others++;
 	}
 	closedir(d);
-	if (others && !has_index && !has_chunks) {
-		snprintf(err, errlen, "%s is not a tierfs cache directory (it holds other files and no index/ or chunks/); refusing to use or wipe it",
+	if (others && !ours) {
+		snprintf(err, errlen, "%s is not a tierfs cache directory (it holds other files and no index/ or objects/); refusing to use or wipe it",
 			 t->dir);
 		return TFS_E_INVAL;
 	}
@@ -997,9 +1231,8 @@ static int dir_prepare(struct ssd_tier *t, char *err, size_t errlen)
 			 strerror(errno));
 		return TFS_E_ACCESS;
 	}
-
 	for (int i = 0; i < 2; i++) {
-		const char *sub = i ? "chunks" : "index";
+		const char *sub = i ? "objects" : "index";
 		if (mkdirat(t->dir_fd, sub, 0700) < 0 && errno != EEXIST) {
 			snprintf(err, errlen, "cannot create %s/%s: %s", t->dir, sub, strerror(errno));
 			return errno == ENOSPC ? TFS_E_NOSPC : TFS_E_IO;
@@ -1011,39 +1244,38 @@ static int dir_prepare(struct ssd_tier *t, char *err, size_t errlen)
 			return TFS_E_ACCESS;
 		}
 	}
-	t->chunks_fd = openat(t->dir_fd, "chunks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (t->chunks_fd < 0) {
-		snprintf(err, errlen, "cannot open %s/chunks: %s", t->dir, strerror(errno));
+	t->objects_fd = openat(t->dir_fd, "objects", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->objects_fd < 0) {
+		snprintf(err, errlen, "cannot open %s/objects: %s", t->dir, strerror(errno));
 		return TFS_E_IO;
 	}
 	return TFS_OK;
 }
 
-/* Is name "XX" (a chunk subdirectory)? */
+/* Is name "XX" (a subdirectory of objects/, or of format 1's chunks/)? */
 static bool is_subdir_name(const char *s)
 {
 	return hexval(s[0]) >= 0 && hexval(s[1]) >= 0 && s[2] == '\0';
 }
 
-/* Is name 32 hex digits, optionally followed by ".tmp"? */
-static bool is_chunk_name(const char *s, bool *tmp)
+/* Is name 32 hex digits (format 1: optionally followed by ".tmp")? */
+static bool is_file_name(const char *s)
 {
 	for (int i = 0; i < 32; i++)
 		if (hexval(s[i]) < 0)
 			return false;
-	*tmp = strcmp(s + 32, ".tmp") == 0;
-	return s[32] == '\0' || *tmp;
+	return s[32] == '\0' || strcmp(s + 32, ".tmp") == 0;
 }
 
-/* Called per chunk-named file under chunks/XX/ (tmp files included). */
-typedef void (*chunk_file_fn)(struct ssd_tier *t, int subfd, const char *sub, const char *name,
-			      bool tmp, void *ctx);
+/* Called per file under DIR/XX/ with a name of ours. */
+typedef void (*file_fn)(struct ssd_tier *t, int subfd, const char *sub, const char *name,
+			void *ctx);
 
-/* Visit the chunk-named files of every chunks/XX/ directory.  Names we
- * would never write are left alone (they are not ours). */
-static int chunks_walk(struct ssd_tier *t, chunk_file_fn fn, void *ctx)
+/* Visit the files of ours in every XX/ directory of the directory dirfd.
+ * Names we would never write are left alone (they are not ours). */
+static int files_walk(struct ssd_tier *t, int dirfd, file_fn fn, void *ctx)
 {
-	int fd = dup(t->chunks_fd);
+	int fd = dup(dirfd);
 	DIR *top = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 
@@ -1060,7 +1292,7 @@ static int chunks_walk(struct ssd_tier *t, chunk_file_fn fn, void *ctx)
 
 		if (!is_subdir_name(de->d_name))
 			continue;
-		sfd = openat(t->chunks_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		sfd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0)
 			continue;
 		sd = fdopendir(sfd);
@@ -1068,36 +1300,39 @@ static int chunks_walk(struct ssd_tier *t, chunk_file_fn fn, void *ctx)
 			close(sfd);
 			continue;
 		}
-		while ((fe = readdir(sd)) != NULL) {
-			bool tmp;
-			if (is_chunk_name(fe->d_name, &tmp))
-				fn(t, sfd, de->d_name, fe->d_name, tmp, ctx);
-		}
+		while ((fe = readdir(sd)) != NULL)
+			if (is_file_name(fe->d_name))
+				fn(t, sfd, de->d_name, fe->d_name, ctx);
 		closedir(sd);
 	}
 	closedir(top);
 	return TFS_OK;
 }
 
-static void wipe_file(struct ssd_tier *t, int subfd, const char *sub, const char *name, bool tmp,
-		      void *ctx)
+static void wipe_file(struct ssd_tier *t, int subfd, const char *sub, const char *name, void *ctx)
 {
 	if (unlinkat(subfd, name, 0) == 0)
 		(*(size_t *)ctx)++;
 }
 
-/* Delete every chunk file (ours by name and place) and every record. */
+/* Delete every object file (ours by name and place), format 1's chunk
+ * files, and every record. */
 static int cache_wipe(struct ssd_tier *t, bool quiet, char *err, size_t errlen)
 {
 	size_t n = 0;
-	int rc = cache_index_clear(t->ix);
+	int rc = cache_index_clear(t->ix), legacy;
 
 	if (rc == TFS_OK)
-		rc = chunks_walk(t, wipe_file, &n);
+		rc = files_walk(t, t->objects_fd, wipe_file, &n);
+	legacy = openat(t->dir_fd, "chunks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rc == TFS_OK && legacy >= 0)
+		rc = files_walk(t, legacy, wipe_file, &n);
+	if (legacy >= 0)
+		close(legacy);
 	if (rc != TFS_OK)
 		snprintf(err, errlen, "cannot wipe cache directory %s: %s", t->dir, tfs_strerror(rc));
 	else if (!quiet || n)
-		log_info("ssd tier %s: wiped (%zu chunk files deleted)", t->dir, n);
+		log_info("ssd tier %s: wiped (%zu files deleted)", t->dir, n);
 	return rc;
 }
 
@@ -1112,7 +1347,7 @@ static int identity_check(struct ssd_tier *t, const struct ssd_tier_config *cfg,
 
 	rc = cache_index_identity_get(t->ix, &format, &owner, &cs);
 	if (rc == TFS_MISS) {
-		/* A new cache, or an index lost with its files left: whose chunks
+		/* A new cache, or an index lost with its files left: whose bytes
 		 * those are is unknown, so none is kept. */
 		rc = cache_wipe(t, true, err, errlen);
 		goto put;
@@ -1129,8 +1364,9 @@ static int identity_check(struct ssd_tier *t, const struct ssd_tier_config *cfg,
 	}
 	why[0] = '\0';
 	if (format != SSD_FORMAT_VERSION)
-		w += snprintf(why + w, sizeof(why) - (size_t)w, "; its format is %u, this tierfs writes %u",
-			      format, SSD_FORMAT_VERSION);
+		w += snprintf(why + w, sizeof(why) - (size_t)w,
+			      "; its format is %u (%s), this tierfs reads and writes %u", format,
+			      format == 1 ? "a file per chunk" : "unknown", SSD_FORMAT_VERSION);
 	if (w < (int)sizeof(why) && strcmp(owner, cfg->owner) != 0)
 		w += snprintf(why + w, sizeof(why) - (size_t)w, "; it belongs to '%s', not '%s'", owner,
 			      cfg->owner);
@@ -1161,10 +1397,12 @@ out:
 	return rc;
 }
 
-/* The chunk files found on disk at open, sorted for lookup by name. */
+/* The object files found on disk at open, sorted for lookup by name. */
 struct found {
 	uint64_t hi, lo;
-	bool claimed;     /* a record points at it */
+	uint64_t allocated;   /* bytes the file takes (st_blocks) */
+	uint64_t size;        /* its length */
+	bool claimed;         /* a record names it */
 };
 
 struct reconcile {
@@ -1172,7 +1410,7 @@ struct reconcile {
 	size_t n, cap;
 	bool nomem;
 	struct cache_index_batch *b;
-	size_t tmp, records, dropped_records, adopted, bad;
+	size_t records, dropped_records, orphans, bad, punched;
 };
 
 static int found_cmp(const void *a, const void *b)
@@ -1187,18 +1425,16 @@ static int found_cmp(const void *a, const void *b)
 }
 
 static void reconcile_collect(struct ssd_tier *t, int subfd, const char *sub, const char *name,
-			      bool tmp, void *ctx)
+			      void *ctx)
 {
 	struct reconcile *r = ctx;
+	struct stat st;
 	uint64_t hi, lo;
 
-	if (tmp) {   /* an interrupted write */
-		if (unlinkat(subfd, name, 0) == 0)
-			r->tmp++;
-		return;
-	}
-	if (name[0] != sub[0] || name[1] != sub[1] || !parse_hex128(name, &hi, &lo)) {
-		if (unlinkat(subfd, name, 0) == 0)   /* misplaced: never served */
+	if (name[32] != '\0' || name[0] != sub[0] || name[1] != sub[1] ||
+	    !parse_hex128(name, &hi, &lo) || fstatat(subfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode)) {
+		if (unlinkat(subfd, name, 0) == 0)   /* misplaced or not a file: never served */
 			r->bad++;
 		return;
 	}
@@ -1212,7 +1448,8 @@ static void reconcile_collect(struct ssd_tier *t, int subfd, const char *sub, co
 		r->f = nf;
 		r->cap = nc;
 	}
-	r->f[r->n++] = (struct found){ hi, lo, false };
+	r->f[r->n++] = (struct found){ hi, lo, (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size,
+				       false };
 }
 
 static void batch_maybe_commit(struct ssd_tier *t, struct cache_index_batch *b)
@@ -1225,34 +1462,37 @@ static int reconcile_record(void *ctx, const struct chunk_id *id, const struct c
 {
 	struct ssd_tier *t = ((void **)ctx)[0];
 	struct reconcile *r = ((void **)ctx)[1];
-	struct found key, *f = NULL;
+	struct found key = { 0 }, *f = NULL;
 	struct ssd_entry *e;
-	char name[NAME_BUF], loc[NAME_BUF + 8] = "";
+	uint64_t hi, lo;
 
 	r->records++;
 	if (id_fits(id)) {
-		id_hash(id, &key.hi, &key.lo);
-		chunk_name(name, key.hi, key.lo, NULL);
-		snprintf(loc, sizeof(loc), "chunks/%s", name);
+		obj_hash(id->key, id->etag, &key.hi, &key.lo);
 		f = bsearch(&key, r->f, r->n, sizeof(*r->f), found_cmp);
 	}
-	/* No file, a location we would not have written, or an impossible
-	 * length: the record can never serve a read. */
-	if (!f || f->claimed || strcmp(loc, rec->loc) != 0 || rec->data_len > t->chunk_size ||
-	    rec->file_bytes != file_bytes_of(rec->data_len)) {
+	/* No file, one too short to hold it, or an impossible length or
+	 * block size: the record can never serve a read. */
+	if (!f || rec->data_len == 0 || rec->data_len > t->chunk_size ||
+	    rec->block_size != SSD_BLOCK ||
+	    f->size < id->index * t->chunk_size + rec->data_len) {
 		cache_index_batch_chunk_del(r->b, id);
 		batch_maybe_commit(t, r->b);
 		r->dropped_records++;
 		return 0;
 	}
-	e = entry_new(id, key.hi, key.lo);
-	if (!e)
+	id_hash(id, &hi, &lo);
+	e = entry_new(id, hi, lo, rec->nblocks);
+	if (!e || !(e->obj = obj_get(t, id->key, id->etag, f->hi, f->lo))) {
+		free(e);
 		return TFS_E_NOMEM;
+	}
+	e->obj->refs++;
 	f->claimed = true;
 	e->state = ENTRY_STORED;
 	e->data_len = rec->data_len;
-	e->file_bytes = rec->file_bytes;
-	e->xxh = rec->xxh;
+	e->bytes = bytes_of(rec->data_len);
+	memcpy(e->sums, rec->sums, 4 * (size_t)rec->nblocks);
 	e->hits = rec->hits;
 	e->last_access = rec->last_access;
 	e->policy_stat = rec->policy_stat;
@@ -1260,66 +1500,34 @@ static int reconcile_record(void *ctx, const struct chunk_id *id, const struct c
 	return 0;
 }
 
-/* A chunk file with no record (killed between rename and index put, or
- * copied in): adopt it when its header is valid, names this file and is
- * of this owner; delete it otherwise.  The data checksum is verified on
- * its first read, like any other. */
-static void reconcile_adopt(struct ssd_tier *t, struct reconcile *r, const struct found *f)
+/* An object file with records: space its records do not account for is
+ * what a writer killed between its write and its record left behind.
+ * When the file's allocated bytes say there is some, punch out the range
+ * of every chunk that has no entry. */
+static void reconcile_punch(struct ssd_tier *t, struct reconcile *r, const struct found *f)
 {
-	_Alignas(64) unsigned char hdr[HDR_SIZE];
-	char name[NAME_BUF], *key = NULL, *etag;
-	struct hdr_info h;
-	struct cache_index_rec rec;
-	struct chunk_id id;
-	struct ssd_entry *e = NULL;
-	struct stat st;
-	uint64_t hi, lo;
-	bool ok = false;
+	uint64_t nchunks = (f->size + t->chunk_size - 1) / t->chunk_size;
+	struct ssd_obj *o = obj_find(t, f->hi, f->lo);
+	char name[NAME_BUF];
 	int fd;
 
-	chunk_name(name, f->hi, f->lo, NULL);
-	fd = openat(t->chunks_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (!o || f->allocated <= o->bytes)
+		return;
+	obj_name(name, f->hi, f->lo);
+	fd = openat(t->objects_fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	if (pread(fd, hdr, HDR_SIZE, 0) != (ssize_t)HDR_SIZE || fstat(fd, &st) < 0 ||
-	    !S_ISREG(st.st_mode) || !hdr_decode(hdr, &h))
-		goto out;
-	if (h.owner_hash != t->owner_hash || h.data_len > t->chunk_size ||
-	    (uint64_t)st.st_size != HDR_SIZE + h.data_len)
-		goto out;
-	key = malloc((size_t)h.key_len + h.etag_len + 2);
-	if (!key)
-		goto out;
-	memcpy(key, h.key, h.key_len);
-	key[h.key_len] = '\0';
-	etag = key + h.key_len + 1;
-	memcpy(etag, h.etag, h.etag_len);
-	etag[h.etag_len] = '\0';
-	if (strlen(key) != h.key_len || strlen(etag) != h.etag_len)   /* a NUL inside */
-		goto out;
-	id = (struct chunk_id){ key, etag, h.index };
-	id_hash(&id, &hi, &lo);
-	if (hi != f->hi || lo != f->lo || table_find(t, &id, hi, lo))
-		goto out;
-	e = entry_new(&id, hi, lo);
-	if (!e)
-		goto out;
-	e->state = ENTRY_STORED;
-	e->data_len = h.data_len;
-	e->file_bytes = file_bytes_of(h.data_len);
-	e->xxh = h.xxh;
-	e->last_access = (uint64_t)st.st_mtime;
-	entry_record(t, e, &rec, NULL);
-	cache_index_batch_chunk_put(r->b, &id, &rec);
-	batch_maybe_commit(t, r->b);
-	table_insert(t, e);
-	r->adopted++;
-	ok = true;
-out:
+	for (uint64_t i = 0; i < nchunks; i++) {
+		struct chunk_id id = { o->key, o->etag, i };
+		uint64_t hi, lo;
+
+		id_hash(&id, &hi, &lo);
+		if (!table_find(t, &id, hi, lo) &&
+		    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(i * t->chunk_size), (off_t)t->chunk_size) == 0)
+			r->punched++;
+	}
 	close(fd);
-	free(key);
-	if (!ok && unlinkat(t->chunks_fd, name, 0) == 0)
-		r->bad++;
 }
 
 /* Build the eviction policy over the loaded entries, restoring each one's
@@ -1338,8 +1546,8 @@ static int policy_load(struct ssd_tier *t)
 
 	if (!bytes && fstatvfs(t->dir_fd, &sv) == 0)
 		bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
-	keys = bytes / file_bytes_of(t->chunk_size < POLICY_KEY_GRAIN ? t->chunk_size
-								  : POLICY_KEY_GRAIN);
+	keys = bytes / bytes_of(t->chunk_size < POLICY_KEY_GRAIN ? t->chunk_size
+							      : POLICY_KEY_GRAIN);
 	if (keys > POLICY_KEYS_MAX)
 		keys = POLICY_KEYS_MAX;
 	if (keys < POLICY_KEYS_MIN)
@@ -1361,17 +1569,15 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 {
 	struct reconcile r = { 0 };
 	void *ctx[2] = { t, &r };
-	struct timespec t0, t1;
-	uint64_t ev0;
+	uint64_t t0 = clock_mono_us(), ev0;
 	int rc;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r.b = cache_index_batch_new();
 	if (!r.b) {
 		rc = TFS_E_NOMEM;
 		goto out;
 	}
-	rc = chunks_walk(t, reconcile_collect, &r);
+	rc = files_walk(t, t->objects_fd, reconcile_collect, &r);
 	if (rc == TFS_OK && r.nomem)
 		rc = TFS_E_NOMEM;
 	if (rc != TFS_OK)
@@ -1381,9 +1587,18 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 	rc = cache_index_chunk_scan(t->ix, reconcile_record, ctx);
 	if (rc != TFS_OK)
 		goto out;
-	for (size_t i = 0; i < r.n; i++)
-		if (!r.f[i].claimed)
-			reconcile_adopt(t, &r, &r.f[i]);
+	for (size_t i = 0; i < r.n; i++) {
+		char name[NAME_BUF];
+
+		if (r.f[i].claimed) {
+			reconcile_punch(t, &r, &r.f[i]);
+			continue;
+		}
+		/* no record names it: a writer killed before its first record */
+		obj_name(name, r.f[i].hi, r.f[i].lo);
+		if (unlinkat(t->objects_fd, name, 0) == 0)
+			r.orphans++;
+	}
 	rc = cache_index_batch_commit(t->ix, r.b);
 	if (rc != TFS_OK)
 		goto out;
@@ -1393,12 +1608,10 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 		goto out;
 	(void)make_room(t, 0, NULL, NULL, NULL);
 	assert(table_check(t));   /* the bounds may have shrunk since last time */
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %ld ms: %zu records, %zu dropped (no file), %zu files adopted, %zu bad and %zu temporary files deleted, %" PRIu64 " evicted to fit the bounds",
+	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %llu ms: %zu records, %zu dropped (no file), %zu files without records and %zu bad deleted, %zu leftover chunk ranges punched, %" PRIu64 " evicted to fit the bounds",
 		 t->dir, t->entries, t->bytes_used >> 20,
-		 (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000),
-		 r.records, r.dropped_records, r.adopted, r.bad, r.tmp,
-		 (uint64_t)atomic_load(&t->evictions) - ev0);
+		 (unsigned long long)((clock_mono_us() - t0) / 1000), r.records, r.dropped_records,
+		 r.orphans, r.bad, r.punched, (uint64_t)atomic_load(&t->evictions) - ev0);
 out:
 	if (rc != TFS_OK)
 		snprintf(err, errlen, "cannot load the cache in %s: %s", t->dir, tfs_strerror(rc));
@@ -1416,17 +1629,27 @@ static void tier_free(struct ssd_tier *t)
 			free(e);
 		}
 	}
+	for (size_t i = 0; t->obuckets && i < t->n_obuckets; i++) {
+		struct ssd_obj *o = t->obuckets[i], *next;
+		for (; o; o = next) {
+			next = o->hnext;
+			free(o);
+		}
+	}
 	cache_index_close(t->ix);
-	if (t->chunks_fd >= 0)
-		close(t->chunks_fd);
+	if (t->objects_fd >= 0)
+		close(t->objects_fd);
 	if (t->dir_fd >= 0)
 		close(t->dir_fd);
 	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->scrub_lock);
 	pthread_cond_destroy(&t->work_cond);
 	pthread_cond_destroy(&t->done_cond);
 	evict_policy_free(t->policy);
 	free(t->buckets);
-	free(t->wbuf);
+	free(t->obuckets);
+	free(t->rbuf);
+	free(t->sbuf);
 	free(t->dir);
 	free(t);
 }
@@ -1435,13 +1658,15 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 		  size_t errlen)
 {
 	struct ssd_tier *t;
+	size_t rlen;
 	int rc;
 
 	*out = NULL;
 	if (errlen)
 		err[0] = '\0';
 	if (!cfg->dir || !cfg->dir[0] || !cfg->owner || cfg->chunk_size == 0 ||
-	    cfg->queue_max == 0 || cfg->min_free_pct > 99) {
+	    cfg->chunk_size / SSD_BLOCK > CACHE_INDEX_BLOCKS_MAX || cfg->queue_max == 0 ||
+	    cfg->min_free_pct > 99) {
 		snprintf(err, errlen, "invalid SSD cache configuration (directory, owner, chunk size, queue length >= 1, min free 0..99)");
 		return TFS_E_INVAL;
 	}
@@ -1451,24 +1676,30 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 		return TFS_E_NOMEM;
 	}
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->scrub_lock, NULL);
 	pthread_cond_init(&t->work_cond, NULL);
 	pthread_cond_init(&t->done_cond, NULL);
-	t->dir_fd = t->chunks_fd = -1;
+	t->dir_fd = t->objects_fd = -1;
 	t->chunk_size = cfg->chunk_size;
 	t->capacity = cfg->capacity;
 	t->min_free_pct = cfg->min_free_pct;
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
-	t->owner_hash = XXH3_64bits(cfg->owner, strlen(cfg->owner));
+	t->verify = !cfg->no_verify;
 	t->n_buckets = BUCKETS_MIN;
+	t->n_obuckets = OBJ_BUCKETS_MIN;
 	t->dir = strdup(cfg->dir);
 	/* "link/" would make lstat follow a symlink: drop trailing slashes. */
 	for (size_t n = t->dir ? strlen(t->dir) : 0; n > 1 && t->dir[n - 1] == '/'; n--)
 		t->dir[n - 1] = '\0';
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
-	if (posix_memalign((void **)&t->wbuf, 4096, HDR_SIZE) != 0)
-		t->wbuf = NULL;
-	if (!t->dir || !t->buckets || !t->wbuf) {
+	t->obuckets = calloc(t->n_obuckets, sizeof(*t->obuckets));
+	rlen = (size_t)bytes_of(cfg->chunk_size);
+	if (posix_memalign((void **)&t->rbuf, DIO_ALIGN, rlen) != 0)
+		t->rbuf = NULL;
+	if (posix_memalign((void **)&t->sbuf, DIO_ALIGN, rlen) != 0)
+		t->sbuf = NULL;
+	if (!t->dir || !t->buckets || !t->obuckets || !t->rbuf || !t->sbuf) {
 		snprintf(err, errlen, "out of memory");
 		rc = TFS_E_NOMEM;
 		goto fail;
@@ -1510,29 +1741,30 @@ fail:
 static void stats_persist(struct ssd_tier *t)
 {
 	struct cache_index_batch *b = cache_index_batch_new();
+	struct cache_index_rec *rec = malloc(sizeof(*rec));
 	size_t n = 0;
 
-	if (!b)
-		return;
+	if (!b || !rec)
+		goto out;
 	for (size_t i = 0; i < t->n_buckets; i++) {
 		for (struct ssd_entry *e = t->buckets[i]; e; e = e->hnext) {
-			struct cache_index_rec rec;
 			struct chunk_id id = entry_id(e);
-			char name[NAME_BUF];
 
 			if (e->state != ENTRY_STORED)
 				continue;
-			entry_record(t, e, &rec, name);
-			if (!e->touched && rec.policy_stat == e->policy_stat)
+			entry_record(t, e, rec);
+			if (!e->touched && rec->policy_stat == e->policy_stat)
 				continue;
-			cache_index_batch_chunk_put(b, &id, &rec);
+			cache_index_batch_chunk_put(b, &id, rec);
 			n++;
 			batch_maybe_commit(t, b);
 		}
 	}
 	(void)cache_index_batch_commit(t->ix, b);
-	cache_index_batch_free(b);
 	log_debug("ssd tier %s: access statistics of %zu chunks saved", t->dir, n);
+out:
+	cache_index_batch_free(b);
+	free(rec);
 }
 
 void ssd_tier_close(struct ssd_tier *t)
@@ -1570,27 +1802,55 @@ static void read_drop(struct ssd_tier *t, const struct chunk_id *id, uint64_t hi
 	pthread_mutex_unlock(&t->lock);
 }
 
-int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
-		  size_t *len)
+/* Is the entry of generation gen still stored?  (A reader that found bad
+ * bytes under an entry evicted meanwhile read a hole being punched: a
+ * plain miss, not a checksum failure.) */
+static bool still_stored(struct ssd_tier *t, const struct chunk_id *id, uint64_t hi, uint64_t lo,
+			 uint64_t gen)
 {
-	uint64_t hi, lo, dlen, xxh, gen;
+	struct ssd_entry *e;
+	bool yes;
+
+	pthread_mutex_lock(&t->lock);
+	e = table_find(t, id, hi, lo);
+	yes = e && e->gen == gen && e->state == ENTRY_STORED;
+	pthread_mutex_unlock(&t->lock);
+	return yes;
+}
+
+size_t ssd_tier_span_max(size_t len)
+{
+	/* unaligned: one block more on each side */
+	return (len + SSD_BLOCK - 1) / SSD_BLOCK * SSD_BLOCK + SSD_BLOCK;
+}
+
+int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
+			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len)
+{
+	uint32_t sums[CACHE_INDEX_BLOCKS_MAX];
+	uint64_t hi, lo, dlen = 0, gen, ohi = 0, olo = 0;
+	size_t first, last;
 	struct ssd_entry *e;
 	enum read_result r;
 
-	*len = 0;
-	if (!id_fits(id))
+	*span_off = *span_len = 0;
+	if (!id_fits(id) || len == 0 || off + len > expect_len)
 		goto miss;
 	id_hash(id, &hi, &lo);
+	first = off / SSD_BLOCK;
+	last = (off + len - 1) / SSD_BLOCK;
 	pthread_mutex_lock(&t->lock);
 	evict_policy_access(t->policy, lo);
 	e = table_find(t, id, hi, lo);
-	if (!e || e->state != ENTRY_STORED || e->data_len > cap) {
+	if (!e || e->state != ENTRY_STORED || e->data_len != expect_len) {
 		pthread_mutex_unlock(&t->lock);
 		goto miss;
 	}
 	dlen = e->data_len;
-	xxh = e->xxh;
 	gen = e->gen;
+	ohi = e->obj->hi;
+	olo = e->obj->lo;
+	memcpy(sums, e->sums + first, 4 * (last - first + 1));
 	/* Counted as an access now: a read that then fails drops the entry,
 	 * so the stats of a failed read do not outlive it. */
 	if (e->hits < UINT32_MAX)
@@ -1599,28 +1859,208 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
 
-	r = chunk_file_read(t, id, hi, lo, buf, cap, dlen, xxh);
+	*span_off = first * SSD_BLOCK;
+	*span_len = (last + 1) * SSD_BLOCK < dlen ? (last + 1) * SSD_BLOCK - *span_off
+						  : (size_t)dlen - *span_off;
+	r = span_read(t, -1, ohi, olo, id->index * t->chunk_size, *span_off, *span_len, sums, buf);
 	if (r == READ_OK) {
 		STAT_ADD(t, hits, 1);
-		STAT_ADD(t, bytes_served, dlen);
-		*len = (size_t)dlen;
+		STAT_ADD(t, bytes_served, len);
 		return TFS_OK;
 	}
+	*span_off = *span_len = 0;
 	if (r == READ_BUSY) {
 		log_debug("ssd tier: chunk %s#%" PRIu64 " not read now (out of descriptors or "
 			  "memory); kept", id->key, id->index);
 		goto miss;
 	}
+	if (r == READ_BAD && !still_stored(t, id, hi, lo, gen))
+		goto miss;   /* evicted while read: its hole is no corruption */
 	if (r == READ_BAD)
 		STAT_ADD(t, checksum_failures, 1);
 	else if (r == READ_IOERR)
 		STAT_ADD(t, io_errors, 1);
 	log_debug("ssd tier: stored chunk %s#%" PRIu64 " unusable (%s); dropped", id->key, id->index,
-		  r == READ_BAD ? "bad checksum or header" : r == READ_GONE ? "file gone" : "I/O error");
+		  r == READ_BAD ? "bad checksum or short file" : r == READ_GONE ? "file gone" :
+		  "I/O error");
 	read_drop(t, id, hi, lo, gen);
 miss:
 	STAT_ADD(t, misses, 1);
 	return TFS_MISS;
+}
+
+int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
+		  size_t *len)
+{
+	size_t dlen = ssd_tier_contains(t, id), span_off, span_len;
+
+	*len = 0;
+	if (dlen == 0 || dlen > cap) {
+		STAT_ADD(t, misses, 1);
+		return TFS_MISS;
+	}
+	if (ssd_tier_read_range(t, id, dlen, 0, dlen, buf, &span_off, &span_len) != TFS_OK)
+		return TFS_MISS;
+	assert(span_off == 0 && span_len == dlen);
+	*len = dlen;
+	return TFS_OK;
+}
+
+/* ---- files the kernel reads by itself ---- */
+
+int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_id,
+			 uint64_t size, int *fd)
+{
+	uint64_t n = (size + t->chunk_size - 1) / t->chunk_size, ohi, olo;
+	struct ssd_obj *o;
+	bool whole = size > 0;
+
+	*fd = -1;
+	if (in_backoff(t) || size == 0 || strlen(key) + strlen(cache_id) > KEY_ROOM)
+		return TFS_MISS;
+	obj_hash(key, cache_id, &ohi, &olo);
+	pthread_mutex_lock(&t->lock);
+	o = obj_find(t, ohi, olo);
+	for (uint64_t i = 0; o && whole && i < n; i++) {
+		struct chunk_id id = { key, cache_id, i };
+		uint64_t hi, lo, want = size - i * t->chunk_size;
+		struct ssd_entry *e;
+
+		id_hash(&id, &hi, &lo);
+		e = table_find(t, &id, hi, lo);
+		whole = e && e->state == ENTRY_STORED &&
+			e->data_len == (want < t->chunk_size ? want : t->chunk_size);
+	}
+	if (o && whole)
+		o->holds++;   /* before the open: an eviction now would punch under it */
+	pthread_mutex_unlock(&t->lock);
+	if (!o || !whole)
+		return TFS_MISS;
+	*fd = obj_file_open(t, ohi, olo, false);
+	if (*fd < 0) {
+		ssd_tier_object_release(t, key, cache_id);
+		return TFS_MISS;
+	}
+	return TFS_OK;
+}
+
+void ssd_tier_object_release(struct ssd_tier *t, const char *key, const char *cache_id)
+{
+	uint64_t ohi, olo;
+	struct ssd_obj *o;
+
+	obj_hash(key, cache_id, &ohi, &olo);
+	pthread_mutex_lock(&t->lock);
+	o = obj_find(t, ohi, olo);
+	if (o && o->holds > 0) {
+		o->holds--;
+		obj_maybe_free(t, o);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- scrub ---- */
+
+/* The STORED entry checked least lately, among a bucket walk's worth
+ * from where the last scrub stopped (lock held); NULL when none. */
+static struct ssd_entry *scrub_pick(struct ssd_tier *t, size_t *cursor)
+{
+	struct ssd_entry *best = NULL;
+
+	for (size_t k = 0; k < t->n_buckets && k < 4096; k++) {
+		size_t b = (*cursor + k) % t->n_buckets;
+
+		for (struct ssd_entry *e = t->buckets[b]; e; e = e->hnext)
+			if (e->state == ENTRY_STORED && (!best || e->checked < best->checked))
+				best = e;
+		if (best && k >= 64) {
+			*cursor = (b + 1) % t->n_buckets;
+			break;
+		}
+	}
+	return best;
+}
+
+uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
+{
+	static const uint32_t none[1] = { 0 };
+	uint64_t done = 0;
+	size_t cursor = 0;
+
+	pthread_mutex_lock(&t->scrub_lock);
+	while (done < max_bytes) {
+		uint32_t sums[CACHE_INDEX_BLOCKS_MAX];
+		uint64_t hi, lo, ohi, olo, gen, dlen;
+		struct chunk_id id;
+		struct ssd_entry *e;
+		char *kcopy;
+		enum read_result r;
+		int fd, dfd;
+		ssize_t n;
+		char name[NAME_BUF];
+
+		pthread_mutex_lock(&t->lock);
+		e = scrub_pick(t, &cursor);
+		if (!e) {
+			pthread_mutex_unlock(&t->lock);
+			break;
+		}
+		e->checked = (uint64_t)clock_coarse_ms() / 1000 + 1;
+		kcopy = malloc(strlen(e->key) + strlen(e->etag) + 2);
+		if (!kcopy) {
+			pthread_mutex_unlock(&t->lock);
+			break;
+		}
+		strcpy(kcopy, e->key);
+		strcpy(kcopy + strlen(e->key) + 1, e->etag);
+		id = (struct chunk_id){ kcopy, kcopy + strlen(e->key) + 1, e->index };
+		hi = e->hi;
+		lo = e->lo;
+		ohi = e->obj->hi;
+		olo = e->obj->lo;
+		gen = e->gen;
+		dlen = e->data_len;
+		memcpy(sums, e->sums, 4 * (size_t)e->nblocks);
+		pthread_mutex_unlock(&t->lock);
+
+		/* the device's bytes (O_DIRECT), not the page cache's */
+		obj_name(name, ohi, olo);
+		fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+		dfd = fd;
+		if (fd < 0)
+			fd = obj_file_open(t, ohi, olo, false);
+		n = -1;
+		if (dfd >= 0) {
+			do {
+				n = pread(dfd, t->sbuf, (size_t)bytes_of(dlen),
+					  (off_t)(id.index * t->chunk_size));
+			} while (n < 0 && errno == EINTR);
+		}
+		if (n >= (ssize_t)dlen) {
+			r = READ_OK;
+			for (uint64_t off = 0, b = 0; off < dlen && r == READ_OK; off += SSD_BLOCK, b++)
+				if (block_sum(t->sbuf + off, dlen - off < SSD_BLOCK ? dlen - off
+										: SSD_BLOCK) != sums[b])
+					r = READ_BAD;
+		} else {
+			r = fd < 0 ? read_errno(errno)
+				   : span_read(t, fd, ohi, olo, id.index * t->chunk_size, 0,
+					       (size_t)dlen, dlen ? sums : none, t->sbuf);
+		}
+		if (fd >= 0)
+			close(fd);
+		done += dlen;
+		if ((r == READ_BAD || r == READ_IOERR) && still_stored(t, &id, hi, lo, gen)) {
+			STAT_ADD(t, checksum_failures, r == READ_BAD);
+			STAT_ADD(t, io_errors, r == READ_IOERR);
+			log_warn("ssd tier %s: chunk %" PRIu64 " of '%s' no longer matches its "
+				 "checksums on disk; dropped", t->dir, id.index, id.key);
+			read_drop(t, &id, hi, lo, gen);
+		}
+		free(kcopy);
+	}
+	pthread_mutex_unlock(&t->scrub_lock);
+	return done;
 }
 
 /* ---- the write side's front door ---- */
@@ -1642,20 +2082,25 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 {
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
-	uint64_t hi, lo;
+	uint64_t hi, lo, ohi, olo;
 	bool counted = true;   /* a refusal the dropped counter reports */
 
 	assert(release && (data || len == 0));
-	if (len > t->chunk_size || !id_fits(id) || in_backoff(t))
+	if (len == 0)
+		counted = false;   /* nothing to keep: nothing lost */
+	if (len == 0 || len > t->chunk_size || !id_fits(id) || in_backoff(t))
 		goto refuse;
 	id_hash(id, &hi, &lo);
-	e = entry_new(id, hi, lo);
+	obj_hash(id->key, id->etag, &ohi, &olo);
+	e = entry_new(id, hi, lo, blocks_of(len));
 	j = calloc(1, sizeof(*j));
 	if (!e || !j)
 		goto refuse;
 	*j = (struct job){ .kind = JOB_STORE, .e = e, .data = data, .len = len,
-			   .release = release, .arg = arg, .force = force };
+			   .release = release, .arg = arg, .force = force, .fd = -1 };
 	e->state = ENTRY_PENDING;
+	e->data_len = len;
+	e->bytes = bytes_of(len);
 	pthread_mutex_lock(&t->lock);
 	if (table_find(t, id, hi, lo)) {
 		counted = false;   /* already stored or queued: nothing lost */
@@ -1668,10 +2113,12 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	 * is not worth a reader's wait: it is dropped) */
 	while (wait && !t->stopping && t->q_stores >= t->queue_max)
 		pthread_cond_wait(&t->done_cond, &t->lock);
-	if (t->stopping || t->q_stores >= t->queue_max) {
+	if (t->stopping || t->q_stores >= t->queue_max || table_find(t, id, hi, lo) ||
+	    !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
+	e->obj->refs++;
 	table_insert(t, e);
 	t->q_stores++;
 	queue_push(t, j);
@@ -1763,7 +2210,7 @@ size_t ssd_tier_contains(struct ssd_tier *t, const struct chunk_id *id)
 }
 
 /* Hand a STORED entry, out of the table, to the writer to delete (lock
- * held): files are unlinked by the writer only (see the invariants). */
+ * held): bytes are punched out by the writer only (see the invariants). */
 static void entry_doom(struct ssd_tier *t, struct ssd_entry *e)
 {
 	table_remove(t, e);
@@ -1848,6 +2295,8 @@ int ssd_tier_evict(struct ssd_tier *t, const struct chunk_id *id, uint64_t *byte
 	e = stored_find(t, id);
 	if (e && e->pinned) {
 		r = SSD_EVICT_PINNED;
+	} else if (e && e->obj->holds > 0) {
+		r = SSD_EVICT_BUSY;
 	} else if (e) {
 		*bytes += e->data_len;
 		entry_doom(t, e);
@@ -1868,7 +2317,7 @@ void ssd_tier_evict_all(struct ssd_tier *t, uint64_t *chunks, uint64_t *bytes, u
 			next = e->hnext;
 			if (e->state != ENTRY_STORED)
 				continue;
-			if (e->pinned) {
+			if (entry_kept(e)) {
 				(*pinned)++;
 				continue;
 			}
@@ -1892,6 +2341,7 @@ void ssd_tier_drop_versions(struct ssd_tier *t, const char *key, const char *kee
 	memcpy(s, key, kl + 1);
 	j->kind = JOB_DROP;
 	j->key = s;
+	j->fd = -1;
 	if (keep_etag) {
 		j->keep = s + kl + 1;
 		memcpy(j->keep, keep_etag, el + 1);
@@ -1955,6 +2405,7 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->checksum_failures = atomic_load(&t->checksum_failures);
 	out->io_errors = atomic_load(&t->io_errors);
 	out->dropped = atomic_load(&t->dropped);
+	out->rejected = atomic_load(&t->rejected);
 	out->degraded = atomic_load(&t->degraded);
 	out->capacity = t->capacity;
 	pthread_mutex_lock(&t->lock);

@@ -1,29 +1,37 @@
-/* ssd_tier.h - the local-disk chunk tier: chunk files under a cache
- * directory, indexed in RocksDB, so a restarted daemon is warm at once.
+/* ssd_tier.h - the local-disk chunk tier: one sparse file per object
+ * version under a cache directory, its chunks indexed in RocksDB, so a
+ * restarted daemon is warm at once.
  *
  * Layout under cfg->dir (0700, owned by us, not a symlink):
  *   index/            RocksDB: format version, owner, chunk size; one
- *                     record per chunk (location, length, checksum, access
- *                     statistics); small metadata blobs (ssd_tier_meta_*)
- *   chunks/XX/NAME    one file per chunk (0600), written to a temporary
- *                     name and renamed; a header (magic, format version,
- *                     object key, cache id, chunk index, length, xxHash of
- *                     the data, checksum of the header) precedes the data
- *                     and is verified on every read.
+ *                     record per stored chunk (length, a checksum per
+ *                     block of SSD_BLOCK bytes, access statistics); small
+ *                     metadata blobs (ssd_tier_meta_*)
+ *   objects/XX/NAME   one file per object version (0600), NAME a hash of
+ *                     its key and cache id: the object's bytes at their
+ *                     own offsets, the chunks not stored left as holes.
+ * Because a file holds its object at its own offsets, the kernel can read
+ * a file wholly on SSD by itself (FUSE passthrough: ssd_tier_object_open).
  *
- * Every stored byte is provable: a read whose header or data checksum does
- * not match, or whose file is gone or unreadable, is a miss (counted, the
- * entry dropped), never wrong bytes and never an error.  Writes, evictions
- * and index updates run on one background thread; a failing disk (ENOSPC,
- * EIO) marks the tier degraded and refuses insertions, it never fails a
- * read.  Bounds: chunk bytes on disk <= capacity (when not 0), and the
+ * Every byte the daemon reads here is provable: each block's checksum,
+ * computed from the bytes the store sent, is checked on every read (a bad
+ * or missing block is a miss, counted, the chunk dropped, never wrong
+ * bytes and never an error).  A chunk is written, synced and read back
+ * from the disk before its record is written ("verified on admission"),
+ * so what the kernel reads by itself was right when it was stored;
+ * ssd_tier_scrub() re-reads stored chunks at a bounded rate to catch the
+ * disk changing it since.  Writes, evictions (holes punched) and index
+ * updates run on one background thread, in batches with one fdatasync
+ * per file; a failing disk (ENOSPC, EIO) marks the tier degraded and
+ * refuses insertions, it never fails a read.  Bounds: stored bytes
+ * (chunk lengths rounded up to 4 KiB) <= capacity (when not 0), and the
  * cache's filesystem keeps >= min_free_pct percent free, each exceeded by
- * at most the one chunk being written.
+ * at most the batch being written.
  *
- * At open, temporary files of an interrupted write are deleted, index
- * records whose file is missing are dropped, and chunk files without a
- * record (killed between rename and index update) are adopted when their
- * header is valid, deleted otherwise.
+ * At open, records whose file is missing are dropped, files without
+ * records are deleted, and space a killed writer left in a file without
+ * a record is punched out.  A cache of another format (the chunk files
+ * of format 1) is refused, or wiped with cfg->wipe.
  *
  * All functions are thread-safe.
  */
@@ -42,6 +50,9 @@
 
 struct ssd_tier;
 
+/* Bytes one checksum covers (a chunk smaller than this is one block). */
+#define SSD_BLOCK (64u << 10)
+
 struct ssd_tier_config {
 	const char *dir;           /* cache root; created (0700) if missing */
 	const char *owner;         /* what the cache belongs to, e.g.
@@ -51,6 +62,7 @@ struct ssd_tier_config {
 	enum evict_kind policy;    /* eviction and admission (0 = LRU when left out) */
 	size_t chunk_size;         /* the mount's chunk size; part of the cache's identity */
 	unsigned queue_max;        /* chunks waiting for the writer (>= 1) */
+	bool no_verify;            /* skip reading each chunk back after it is written */
 	bool wipe;                 /* a cache of another owner/format/chunk size:
 				    * wipe it instead of refusing */
 };
@@ -70,6 +82,35 @@ void ssd_tier_close(struct ssd_tier *t);
  * counted).  Never another result. */
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
 		  size_t *len);
+
+/* Read bytes [off, off + len) of chunk id, a chunk of expect_len bytes:
+ * the whole blocks that cover them go into buf (at least
+ * ssd_tier_span_max(len) bytes, block-aligned reads are not required),
+ * each checked; *span_off is where buf starts in the chunk (a multiple of
+ * SSD_BLOCK), *span_len how many bytes it holds.  TFS_OK, or TFS_MISS as
+ * ssd_tier_read (a stored chunk of another length is a miss).  An access
+ * of the policy, like a whole read. */
+int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
+			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len);
+/* The most bytes ssd_tier_read_range() puts in buf for len bytes. */
+size_t ssd_tier_span_max(size_t len);
+
+/* The file of one object version wholly on SSD, for the kernel to read
+ * itself: when every chunk of the object (size bytes, key and cache_id)
+ * is stored, *fd is the file opened read-only and the object is held:
+ * none of its chunks is evicted (nor punched out) until
+ * ssd_tier_object_release().  TFS_OK, or TFS_MISS (a chunk missing, the
+ * tier degraded, the file gone).  The caller closes fd when it is done
+ * with it (the hold is separate). */
+int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_id,
+			 uint64_t size, int *fd);
+void ssd_tier_object_release(struct ssd_tier *t, const char *key, const char *cache_id);
+
+/* Read back up to max_bytes of stored chunks, oldest checked first, from
+ * the disk (not the page cache) and drop those whose blocks no longer
+ * match their checksums (counted as checksum failures).  Returns the
+ * bytes checked.  Blocks for the reads: run it off the read path. */
+uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes);
 
 /* Called exactly once when the tier no longer needs a stored chunk's data. */
 typedef void (*ssd_tier_release_fn)(void *arg);
@@ -119,17 +160,20 @@ void ssd_tier_set_pins(struct ssd_tier *t, struct pin_set *pins);
  * through the index); key NULL: of every object.  How many changed. */
 size_t ssd_tier_pin_key(struct ssd_tier *t, const char *key, bool on);
 
-/* Evict chunk id now (its file is deleted in the background; readers see
- * a miss at once): SSD_EVICT_DONE (its bytes added to *bytes), _ABSENT or
- * _PINNED. */
-enum { SSD_EVICT_DONE, SSD_EVICT_ABSENT, SSD_EVICT_PINNED };
+/* Evict chunk id now (its bytes are punched out in the background;
+ * readers see a miss at once): SSD_EVICT_DONE (its bytes added to
+ * *bytes), _ABSENT, _PINNED, or _BUSY (its object is held open for the
+ * kernel to read). */
+enum { SSD_EVICT_DONE, SSD_EVICT_ABSENT, SSD_EVICT_PINNED, SSD_EVICT_BUSY };
 int ssd_tier_evict(struct ssd_tier *t, const struct chunk_id *id, uint64_t *bytes);
-/* Evict every stored chunk that is not pinned; adds to the counts. */
+/* Evict every stored chunk that is not pinned or held; adds to the
+ * counts (held chunks count as pinned). */
 void ssd_tier_evict_all(struct ssd_tier *t, uint64_t *chunks, uint64_t *bytes, uint64_t *pinned);
 
 /* In the background: delete every stored chunk of object key whose cache
- * id is not keep_etag (NULL: every chunk of key).  Reclaims the space of
- * versions that can never be served again. */
+ * id is not keep_etag (NULL: every chunk of key), and those versions'
+ * files (a reader holding one open keeps reading it).  Reclaims the space
+ * of versions that can never be served again. */
 void ssd_tier_drop_versions(struct ssd_tier *t, const char *key, const char *keep_etag);
 
 /* Wait until every write and drop queued so far is done (tests, warm-up). */

@@ -337,7 +337,7 @@ Test(chunk_cache, a_vanished_ssd_tier_is_a_miss_not_an_error)
 	for (uint64_t i = 0; i < 4; i++)
 		get_ok(cc, &s, "e1", i);
 	ssd_tier_flush(ssd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/cache/chunks'", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/cache/objects'", dir);
 	cr_assert_eq(system(cmd), 0);
 	for (uint64_t i = 0; i < 4; i++)
 		get_ok(cc, &s, "e1", i);
