@@ -195,6 +195,7 @@ struct cred_provider *cred_provider_new_static(const char *desc, struct cred *c)
 		return NULL;
 	}
 	p->cur = c;
+	p->refresh_at = p->stale_at = INT64_MAX;
 	return p;
 }
 
@@ -294,7 +295,7 @@ int cred_provider_get(struct cred_provider *p, struct cred **out, struct tfs_err
 		bool usable = p->cur && now < p->stale_at;
 
 		if (!p->src.fetch && p->cur) {
-			usable = true;     /* static: never refreshed */
+			break;             /* static: never refreshed */
 		} else if (!p->src.fetch) {
 			rc = TFS_E_AUTH;
 			tfs_errinfo_set(ei, "%s: no credentials", p->desc);
