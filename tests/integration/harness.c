@@ -252,6 +252,17 @@ bool it_env_load(struct it_env *env)
 		env->region = "us-east-1";
 	env->tierfs_bin = getenv("TIERFS_BIN");
 	env->proxy_bin = getenv("TIERFS_PROXY_BIN");
+	/* A mount that finds no credentials would ask the cloud metadata
+	 * services (link-local addresses no test may reach): off for every
+	 * process the tests start, unless a test points them at its own
+	 * server (env_set of that mount). */
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("NO_GCE_CHECK", "true", 1);
+	unsetenv("GCE_METADATA_HOST");
+	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	unsetenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
 	const char *tmp = getenv("TIERFS_TEST_TMP");
 	if (!tmp || !*tmp)
 		tmp = "/tmp/tierfs-it";
