@@ -747,7 +747,7 @@ static int process_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei)
 	} else {
 		rc = aws_creds_parse_json(buf, len, 1, out, ei);
 		if (rc)
-			tfs_errinfo_set(ei, "credential_process: %.200s", ei ? ei->message : "");
+			cred_err_prefix(ei, "credential_process");
 	}
 	explicit_bzero(buf, len);
 	free(buf);

@@ -190,6 +190,17 @@ char *cred_form_encode(const char *const *pairs, size_t n)
 	return out;
 }
 
+void cred_err_prefix(struct tfs_errinfo *ei, const char *prefix)
+{
+	char old[sizeof(ei->message)];
+
+	if (!ei)
+		return;
+	/* a copy first: formatting a buffer into itself is undefined */
+	snprintf(old, sizeof(old), "%s", ei->message);
+	tfs_errinfo_set(ei, "%s: %s", prefix, old);
+}
+
 char *cred_json_quote(const char *s)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -36,6 +36,9 @@ bool cred_parse_time(const char *s, int64_t *out_ms);
  * percent-encoded, unreserved kept).  New string or NULL (out of memory). */
 char *cred_form_encode(const char *const *pairs, size_t n);
 
+/* Prefix ei's message with "prefix: " (ei may be NULL). */
+void cred_err_prefix(struct tfs_errinfo *ei, const char *prefix);
+
 /* s as a JSON string literal, quotes included (new string or NULL). */
 char *cred_json_quote(const char *s);
 

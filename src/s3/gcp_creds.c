@@ -116,9 +116,12 @@ static int token_post(const char *url, const char *body, struct cred **out,
 		*out = NULL;
 		rc = TFS_E_PROTO;
 	}
-	if (rc == TFS_E_PROTO)
-		tfs_errinfo_set(ei, "token endpoint %.120s: HTTP %ld, %.100s", url, resp.status,
-				ei ? ei->message : "");
+	if (rc == TFS_E_PROTO) {
+		char pre[200];
+
+		snprintf(pre, sizeof(pre), "token endpoint %.120s: HTTP %ld", url, resp.status);
+		cred_err_prefix(ei, pre);
+	}
 	else if (rc == TFS_E_AUTH && resp.status >= 500)
 		rc = TFS_E_IO;
 	cred_http_resp_release(&resp);
@@ -298,7 +301,10 @@ int gcp_creds_from_file(const char *path, struct cred_provider **out, struct tfs
 		rc = gcp_creds_sa_assertion(s->key_json, s->key_len, now_ms() / 1000, &probe, ei);
 		cred_wipe_free(probe);
 		if (rc) {
-			tfs_errinfo_set(ei, "credentials file %s: %.200s", path, ei ? ei->message : "");
+			char pre[PATH_MAX + 32];
+
+			snprintf(pre, sizeof(pre), "credentials file %s", path);
+			cred_err_prefix(ei, pre);
 			sa_free(s);
 			goto out;
 		}
@@ -384,7 +390,7 @@ static int md_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei)
 	} else {
 		rc = gcp_creds_parse_token(resp.body, resp.body_len, now_ms(), out, ei);
 		if (rc)
-			tfs_errinfo_set(ei, "metadata server: %.200s", ei ? ei->message : "");
+			cred_err_prefix(ei, "metadata server");
 	}
 	cred_http_resp_release(&resp);
 	return rc;

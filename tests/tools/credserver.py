@@ -33,7 +33,10 @@ each checking what the real one checks:
                                      speaks GCS: x-goog-generation on
                                      replies, <Generation> in listings,
                                      x-goog-if-generation-match honoured.
-  GET  /__cred/stats                 counters (JSON); /__cred/fail?n=N makes
+  GET  /__cred/stats                 counters, one "name value" a line
+                                     ("issued_early": credentials issued while
+                                     the last ones were still valid, i.e.
+                                     refreshed ahead); /__cred/fail?n=N makes
                                      the next N credential requests fail with
                                      HTTP 500 (a refresh that fails).
 
@@ -134,9 +137,10 @@ class State:
         self.keys = {}            # access key -> (secret, session token, expiry)
         self.imds_tokens = {}     # IMDS session token -> expiry
         self.fail_next = 0
+        self.last_exp = 0.0       # expiry of the credentials issued last
         self.stats = {k: 0 for k in (
             "oauth_jwt", "oauth_refresh", "metadata", "imds", "container", "sts",
-            "issued", "refused_creds", "failed_on_purpose", "data_ok", "data_rejected",
+            "issued", "issued_early", "refused_creds", "failed_on_purpose", "data_ok", "data_rejected",
             "data_expired", "gcs_generation_checks", "stale")}
 
     def count(self, name, n=1):
@@ -158,13 +162,21 @@ class State:
         for k in [k for k, v in self.keys.items() if v[2] < now - 600]:
             del self.keys[k]
 
+    def issue(self, now):
+        """Count one issue; "early" when the last ones had not expired yet:
+        a refresh ahead of expiry, not a recovery after it."""
+        self.purge(now)
+        self.stats["issued"] += 1
+        if self.last_exp > now:
+            self.stats["issued_early"] += 1
+        self.last_exp = now + self.args.ttl
+
     def new_bearer(self):
         tok = "ya29." + secret()
         now = time.time()
         with self.lock:
-            self.purge(now)
+            self.issue(now)
             self.tokens[tok] = now + self.args.ttl
-            self.stats["issued"] += 1
         return tok
 
     def new_keys(self):
@@ -173,9 +185,8 @@ class State:
         now = time.time()
         exp = now + self.args.ttl
         with self.lock:
-            self.purge(now)
+            self.issue(now)
             self.keys[ak] = (sk, st, exp)
-            self.stats["issued"] += 1
         return ak, sk, st, exp
 
 
@@ -259,7 +270,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(query)
         if path == "/__cred/stats":
             with self.st.lock:
-                return self.reply(200, json.dumps(self.st.stats))
+                return self.reply(200, "".join(f"{k} {v}\n" for k, v in self.st.stats.items()),
+                                  "text/plain")
         if path == "/__cred/fail":
             with self.st.lock:
                 self.st.fail_next = int(q.get("n", ["1"])[0])
