@@ -213,9 +213,21 @@ char *aws_config_value(const char *text, const char *section, const char *key)
 				while (s < close && (*s == ' ' || *s == '\t'))
 					s++;
 				const char *se = close;
+				size_t k = 0;
+
 				while (se > s && (se[-1] == ' ' || se[-1] == '\t'))
 					se--;
-				in = (size_t)(se - s) == sl && memcmp(s, section, sl) == 0;
+				/* "[profile   x]" names profile x, as botocore splits it */
+				in = true;
+				for (const char *q = s; q < se && in; q++) {
+					bool ws = *q == ' ' || *q == '\t';
+
+					if (ws && (q[1] == ' ' || q[1] == '\t'))
+						continue;
+					in = k < sl && (ws ? section[k] == ' ' : section[k] == *q);
+					k++;
+				}
+				in = in && k == sl;
 			} else {
 				in = false;
 			}
