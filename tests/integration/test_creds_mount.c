@@ -253,6 +253,30 @@ Test(creds, gcs_generation_pins_an_open_file)
 	it_unmount_ok(&env, &m);
 }
 
+Test(creds, gcs_cache_is_warm_after_a_restart)
+{
+	struct it_mount m;
+	char key[PATH_MAX], gac[PATH_MAX + 40], cache[PATH_MAX];
+	const char *extra[] = { "--cache-dir", cache, "--chunk-size", "1M", NULL };
+
+	setup("gswarm", 3600);
+	cr_assert_eq(it_mkdtemp(&env, "cache", cache, sizeof(cache)), 0);
+	it_credserver_file(&cs, "sa.json", key, sizeof(key));
+	it_fmt(gac, sizeof(gac), "GOOGLE_APPLICATION_CREDENTIALS=%s", key);
+	const char *es[] = { NO_CREDS, gac, NULL };
+	mount_or_fail(source("gs"), cs.url, extra, es, &m);
+	read_all(&m);
+	it_unmount_ok(&env, &m);
+	/* a new daemon: every chunk comes from the SSD tier, pinned to the
+	 * same generations, and no GET goes out */
+	mount_or_fail(source("gs"), cs.url, extra, es, &m);
+	it_drop_caches();
+	read_all(&m);
+	cr_expect_eq(it_daemon_stat(&m, "s3.gets"), 0, "GETs after a restart");
+	cr_expect_gt(it_daemon_stat(&m, "ssd.hits"), 0);
+	it_unmount_ok(&env, &m);
+}
+
 /* ---- s3:// temporary credentials ------------------------------------ */
 
 Test(creds, s3_web_identity_through_sts)
