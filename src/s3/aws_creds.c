@@ -109,8 +109,8 @@ int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct t
 	if (strcmp((const char *)root->name, "ErrorResponse") == 0) {
 		code = elem_text(root, "Code");
 		msg = elem_text(root, "Message");
-		snprintf(ei ? ei->code : (char[1]){ 0 }, ei ? sizeof(ei->code) : 1, "%s",
-			 code ? code : "");
+		if (ei)
+			snprintf(ei->code, sizeof(ei->code), "%s", code ? code : "");
 		tfs_errinfo_set(ei, "STS refused: %s: %.160s", code ? code : "(no code)",
 				msg ? msg : "");
 		rc = TFS_E_AUTH;
