@@ -23,6 +23,8 @@ PKGS=(
     ceph-mon ceph-osd radosgw ceph-common uuid-runtime curl
     # tests, comparisons and benchmarks
     python3 s3fs rclone fio psmisc procps util-linux kmod
+    # tests/tools/credserver.py: RS256 checks of service-account assertions
+    python3-cryptography
     # contrib/python's PyTorch sampler: its test and the loader benchmark
     # (Debian's torch is for /usr/bin/python3)
     python3-torch

@@ -71,6 +71,11 @@ rgw_start "$LOG_DIR/rgw-start.log" ||
 	{ tail -n 30 "$LOG_DIR/rgw-start.log"; die "radosgw did not start"; }
 # the harness must never pick up credentials or endpoints from elsewhere
 unset AWS_PROFILE AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN
+# ... nor ask a cloud's metadata service (link-local addresses, never a
+# test's target); tests that exercise those flows run their own servers
+unset AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_CONTAINER_CREDENTIALS_FULL_URI \
+	AWS_CONTAINER_CREDENTIALS_RELATIVE_URI GOOGLE_APPLICATION_CREDENTIALS GCE_METADATA_HOST
+export AWS_EC2_METADATA_DISABLED=true NO_GCE_CHECK=true
 echo "radosgw at $S3_ENDPOINT"
 
 PASSED=0

@@ -346,9 +346,11 @@ int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, siz
 	const char *b, *slash;
 	size_t blen, plen;
 	char *bucket = NULL, *prefix = NULL;
+	bool gcs = strncmp(uri, "gs://", 5) == 0;
 
-	if (strncmp(uri, "s3://", 5) != 0) {
-		snprintf(err, errlen, "source must look like s3://BUCKET[/PREFIX], got '%s'", uri);
+	if (strncmp(uri, "s3://", 5) != 0 && !gcs) {
+		snprintf(err, errlen, "source must look like s3://BUCKET[/PREFIX] or "
+			 "gs://BUCKET[/PREFIX], got '%s'", uri);
 		return -1;
 	}
 	b = uri + 5;
@@ -389,6 +391,7 @@ int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, siz
 	free(cfg->prefix);
 	cfg->bucket = bucket;
 	cfg->prefix = prefix;
+	cfg->gcs = gcs;
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
@@ -412,7 +415,8 @@ static void set_from_env(char **field, const char *a, const char *b)
 
 void config_apply_env(struct tierfs_config *cfg)
 {
-	set_from_env(&cfg->endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+	if (!cfg->gcs)
+		set_from_env(&cfg->endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
 	set_from_env(&cfg->region, "AWS_REGION", "AWS_DEFAULT_REGION");
 	if (!cfg->region)
 		cfg->region = strdup("us-east-1");
@@ -430,9 +434,10 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 {
 	FILE *f = file;
 
-	fprintf(f, "source = s3://%s/%s\n", cfg->bucket ? cfg->bucket : "",
+	fprintf(f, "source = %s://%s/%s\n", cfg->gcs ? "gs" : "s3", cfg->bucket ? cfg->bucket : "",
 		cfg->prefix ? cfg->prefix : "");
-	fprintf(f, "endpoint = %s\n", cfg->endpoint ? cfg->endpoint : "(AWS)");
+	fprintf(f, "endpoint = %s\n", cfg->endpoint ? cfg->endpoint
+				       : cfg->gcs ? "(Google Cloud Storage)" : "(AWS)");
 	fprintf(f, "region = %s\n", cfg->region ? cfg->region : "");
 	fprintf(f, "path-style = %s\n", cfg->path_style ? "true" : "false");
 	fprintf(f, "profile = %s\n", cfg->profile ? cfg->profile : "(default)");

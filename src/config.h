@@ -19,7 +19,7 @@
 #include <sys/types.h>
 
 struct tierfs_config {
-	char *bucket;              /* from s3://BUCKET[/PREFIX] */
+	char *bucket;              /* from s3://BUCKET[/PREFIX] or gs://BUCKET[/PREFIX] */
 	char *prefix;              /* "" or "some/prefix/" (always ends in '/') */
 	char *mountpoint;          /* absolute, canonical */
 	char *endpoint;            /* NULL = AWS */
@@ -27,6 +27,7 @@ struct tierfs_config {
 	char *profile;             /* NULL = AWS_PROFILE / "default" */
 	char *fuse_options;        /* extra -o options, comma-separated, or NULL */
 	char *config_file;         /* NULL = none */
+	bool gcs;                  /* a gs:// source: Google Cloud Storage */
 	bool path_style;
 	bool foreground;
 	int verbosity;             /* 0 warn, 1 info, 2 debug */
@@ -76,12 +77,15 @@ int config_key_takes_value(const char *key);
  * message naming the file and line in err. */
 int config_load_file(struct tierfs_config *cfg, const char *path, char *err, size_t errlen);
 
-/* Parse "s3://BUCKET[/PREFIX]" into cfg->bucket / cfg->prefix.  Rejects
- * empty or invalid bucket names and unsafe prefixes (".", "..", "//"). */
+/* Parse "s3://BUCKET[/PREFIX]" or "gs://BUCKET[/PREFIX]" into cfg->gcs,
+ * cfg->bucket and cfg->prefix.  Rejects other schemes, empty or invalid
+ * bucket names and unsafe prefixes (".", "..", "//"). */
 int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen);
 
 /* Apply environment fallbacks (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
- * AWS_REGION, AWS_DEFAULT_REGION) to unset fields. */
+ * AWS_REGION, AWS_DEFAULT_REGION) to unset fields.  A gs:// source takes
+ * no endpoint from the AWS variables (they name an S3 endpoint); call
+ * after config_set_source(). */
 void config_apply_env(struct tierfs_config *cfg);
 
 /* Parse a size such as "8M", "512K", "4G", "1048576" (binary units). */

@@ -29,12 +29,13 @@
 #include "ctl/ctl_server.h"
 #include "fs/fs.h"
 #include "fuse/fuse_ops.h"
+#include "s3/objstore_open.h"
 #include "s3/s3_client.h"
-#include "s3/s3_creds.h"
 #include "tiers/ssd_tier.h"
 
 static const char usage_text[] =
 	"usage: tierfs mount s3://BUCKET[/PREFIX] MOUNTPOINT [options]\n"
+	"       tierfs mount gs://BUCKET[/PREFIX] MOUNTPOINT [options]   (Google Cloud Storage)\n"
 	"       tierfs unmount MOUNTPOINT\n"
 	"       tierfs stats|warm|pin|unpin|evict|residency|trace|epoch|config|ping|plan ...\n"
 	"                (the control socket's commands: tierfs COMMAND --help)\n"
@@ -43,10 +44,13 @@ static const char usage_text[] =
 	"Mount options (each also a key of the --config file):\n"
 	"  -f, --foreground         stay in the foreground (default: daemonize once mounted)\n"
 	"  --config FILE            read options from an INI file (see conf/tierfs.conf)\n"
-	"  --endpoint URL           S3 endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS)\n"
-	"  --region R               region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)\n"
-	"  --path-style             path-style addressing (default: virtual-hosted)\n"
-	"  --profile P              credentials profile of the shared credentials file\n"
+	"  --endpoint URL           S3 endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS);\n"
+	"                           for gs://, the XML API endpoint (https://storage.googleapis.com)\n"
+	"  --region R               region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1);\n"
+	"                           gs:// signs HMAC requests for region auto\n"
+	"  --path-style             path-style addressing (default: virtual-hosted; gs:// always)\n"
+	"  --profile P              credentials profile of the shared credentials file (its\n"
+	"                           keys, else its credential_process); HMAC keys for gs://\n"
 	"  --metadata-ttl SECONDS   how long listings and attributes are trusted (60)\n"
 	"  --uid N, --gid N         owner of every file (the caller's)\n"
 	"  --file-mode OCTAL        permission bits of files (0444)\n"
@@ -86,12 +90,23 @@ static const char usage_text[] =
 	"  --max-threads N          FUSE worker threads (16)\n"
 	"  -o OPTIONS               FUSE mount options (allow_other, debug, ...)\n"
 	"  -v                       more logging (-v info, -vv debug)\n"
-	"\n"
+	"\n";
+
+/* (a second string: C99 compilers need only take 4095 characters in one) */
+static const char usage_creds_text[] =
 	"Signals: SIGUSR1 logs one line of counters (S3, RAM tier, SSD tier).\n"
 	"\n"
-	"Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the\n"
-	"shared credentials file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) and\n"
-	"AWS_PROFILE.  TLS certificates are always verified (AWS_CA_BUNDLE is honoured).\n";
+	"Credentials for s3://, the first found: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /\n"
+	"AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN); the\n"
+	"shared credentials file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials,\n"
+	"AWS_PROFILE); credential_process in ~/.aws/config (AWS_CONFIG_FILE); container\n"
+	"credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI / _RELATIVE_URI); the EC2 instance\n"
+	"profile (IMDSv2; AWS_EC2_METADATA_DISABLED=true skips it).  For gs://: HMAC keys\n"
+	"(--profile, AWS_PROFILE, AWS_ACCESS_KEY_ID); GOOGLE_APPLICATION_CREDENTIALS (service\n"
+	"account key or authorized user); gcloud's application_default_credentials.json;\n"
+	"the GCE metadata server (GCE_METADATA_HOST).  Temporary credentials are refreshed\n"
+	"before they expire.  `tierfs config` names the source in use (docs/backends.md).\n"
+	"TLS certificates are always verified (AWS_CA_BUNDLE is honoured).\n";
 
 static void die_usage(const char *msg)
 {
@@ -196,8 +211,13 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 	*out = NULL;
 	if (!cfg->cache_dir)
 		return 0;
-	snprintf(owner, sizeof(owner), "%s %s %s",
-		 cfg->endpoint ? cfg->endpoint : "aws", cfg->bucket, cfg->prefix);
+	/* s3:// keeps the string it always had, so existing caches stay warm */
+	if (cfg->gcs)
+		snprintf(owner, sizeof(owner), "gs %s %s %s",
+			 cfg->endpoint ? cfg->endpoint : "google", cfg->bucket, cfg->prefix);
+	else
+		snprintf(owner, sizeof(owner), "%s %s %s",
+			 cfg->endpoint ? cfg->endpoint : "aws", cfg->bucket, cfg->prefix);
 	/* queued writes pin RAM chunks: at most a quarter of the RAM tier */
 	sc = (struct ssd_tier_config){
 		.dir = cfg->cache_dir,
@@ -334,7 +354,7 @@ static void parse_mount_args(int argc, char **argv, struct tierfs_config *cfg)
 		}
 	}
 	if (npos != 2)
-		die_usage("mount needs s3://BUCKET[/PREFIX] and MOUNTPOINT");
+		die_usage("mount needs s3://BUCKET[/PREFIX] (or gs://) and MOUNTPOINT");
 	if (config_set_source(cfg, positional[0], err, sizeof(err)) != 0)
 		die_usage(err);
 	cfg->mountpoint = strdup(positional[1]);
@@ -363,47 +383,19 @@ static int check_mountpoint(struct tierfs_config *cfg)
 	return cfg->mountpoint ? 0 : -1;
 }
 
-static void print_check_error(const struct tierfs_config *cfg, int rc, const struct tfs_errinfo *ei)
-{
-	const char *ep = cfg->endpoint ? cfg->endpoint : "AWS S3";
-	const char *detail = ei->code[0] ? ei->code : ei->message;
-
-	switch (rc) {
-	case TFS_E_AUTH:
-		fprintf(stderr, "tierfs: mount failed: credentials rejected by %s (%s)\n", ep, detail);
-		break;
-	case TFS_E_NOBUCKET:
-		fprintf(stderr, "tierfs: mount failed: no such bucket '%s' at %s\n", cfg->bucket, ep);
-		break;
-	case TFS_E_ACCESS:
-		fprintf(stderr, "tierfs: mount failed: access denied to bucket '%s' (%s)\n",
-			cfg->bucket, detail);
-		break;
-	case TFS_E_CONNECT:
-		fprintf(stderr, "tierfs: mount failed: endpoint unreachable: %s (%s)\n", ep,
-			ei->message[0] ? ei->message : tfs_strerror(rc));
-		break;
-	default:
-		fprintf(stderr, "tierfs: mount failed: %s from %s (%s)\n", tfs_strerror(rc), ep,
-			detail[0] ? detail : "no detail");
-	}
-}
-
 static int cmd_mount(int argc, char **argv)
 {
 	struct tierfs_config cfg;
-	struct s3_creds *creds = NULL;
-	struct s3_client *client = NULL;
+	struct objstore *store = NULL;
 	struct tfs_fs *fs = NULL;
 	struct ssd_tier *ssd = NULL;
 	struct stats_thread stt = { 0 };
 	struct ctl_daemon *ctl = NULL;
 	struct ctl_server *ctl_srv = NULL;
 	char sock_path[PATH_MAX], cred_desc[512];
-	struct tfs_errinfo ei;
 	struct mount_state ms = { -1, false };
 	char fsname[300], err[512];
-	int rc, status = 1, pipefd[2] = { -1, -1 };
+	int status = 1, pipefd[2] = { -1, -1 };
 
 	/* blocked before any thread exists, so only the stats thread gets it */
 	{
@@ -431,18 +423,6 @@ static int cmd_mount(int argc, char **argv)
 	}
 	if (check_mountpoint(&cfg) != 0 || absolutize_cache_dir(&cfg) != 0)
 		goto out;
-	tfs_errinfo_clear(&ei);
-	rc = s3_creds_resolve(cfg.profile, &creds, &ei);
-	if (rc < 0) {
-		fprintf(stderr, "tierfs: credentials: %s\n", ei.message[0] ? ei.message : tfs_strerror(rc));
-		goto out;
-	}
-	/* what `tierfs config` shows: never more than a key id's first 4 */
-	if (creds)
-		snprintf(cred_desc, sizeof(cred_desc), "%s, key %.4s...", creds->source,
-			 creds->access_key ? creds->access_key : "");
-	else
-		snprintf(cred_desc, sizeof(cred_desc), "none (anonymous requests)");
 	if (ctl_path_socket(cfg.mountpoint, geteuid(), true, sock_path, sizeof(sock_path), err,
 			    sizeof(err)) != TFS_OK) {
 		fprintf(stderr, "tierfs: control socket: %s\n", err);
@@ -478,7 +458,6 @@ static int cmd_mount(int argc, char **argv)
 				waitpid(pid, &ws, 0);
 				status = 1;
 			}
-			s3_creds_free(creds);
 			config_release(&cfg);
 			return status;
 		}
@@ -490,39 +469,31 @@ static int cmd_mount(int argc, char **argv)
 	}
 
 	{
-		struct s3_config sc = {
+		/* credentials, backend and bucket check; after the fork, so that
+		 * nothing of a refreshing provider crosses it.  cred_desc is what
+		 * `tierfs config` shows: the source, never a secret. */
+		struct objstore_source os = {
+			.scheme = cfg.gcs ? OBJSTORE_GCS : OBJSTORE_S3,
+			.bucket = cfg.bucket,
+			.prefix = cfg.prefix,
 			.endpoint = cfg.endpoint,
 			.region = cfg.region,
-			.bucket = cfg.bucket,
 			.path_style = cfg.path_style,
-			.access_key = creds ? creds->access_key : NULL,
-			.secret_key = creds ? creds->secret_key : NULL,
-			.session_token = creds ? creds->session_token : NULL,
-			.ca_bundle = NULL,
+			.profile = cfg.profile,
 			.max_connections = cfg.max_connections,
 			.max_retries = cfg.max_retries,
 			.stall_timeout_ms = cfg.stall_timeout_s * 1000,
 		};
-		tfs_errinfo_clear(&ei);
-		client = s3_client_new(&sc, &ei);
-	}
-	s3_creds_free(creds);
-	creds = NULL;
-	if (!client) {
-		fprintf(stderr, "tierfs: %s\n", ei.message[0] ? ei.message : "cannot create the S3 client");
-		goto out;
-	}
-	tfs_errinfo_clear(&ei);
-	rc = s3_client_check(client, cfg.prefix, &ei);
-	if (rc != TFS_OK) {
-		print_check_error(&cfg, rc, &ei);
-		goto out;
+		if (objstore_open(&os, &store, cred_desc, sizeof(cred_desc), err, sizeof(err)) != TFS_OK) {
+			fprintf(stderr, "tierfs: %s\n", err);
+			goto out;
+		}
 	}
 	if (open_ssd_tier(&cfg, &ssd) != 0)
 		goto out;
 	{
 		struct fs_config fc = {
-			.store = s3_client_objstore(client),
+			.store = store,
 			.prefix = cfg.prefix,
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
 			.chunk_size = cfg.chunk_size,
@@ -559,7 +530,8 @@ static int cmd_mount(int argc, char **argv)
 			.credentials = cred_desc, .socket_path = sock_path,
 		};
 
-		snprintf(source, sizeof(source), "s3://%s/%s", cfg.bucket, cfg.prefix);
+		snprintf(source, sizeof(source), "%s://%s/%s", cfg.gcs ? "gs" : "s3", cfg.bucket,
+			 cfg.prefix);
 		if (source[strlen(source) - 1] == '/')
 			source[strlen(source) - 1] = '\0';
 		if (f) {
@@ -619,9 +591,7 @@ out:
 		close(ms.ready_fd);   /* parent sees EOF: failure */
 	fs_free(fs);              /* first: it flushes writes queued on the SSD tier */
 	ssd_tier_close(ssd);
-	if (client)
-		s3_client_free(client);
-	s3_creds_free(creds);
+	objstore_free(store);
 	config_release(&cfg);
 	return status;
 }
@@ -654,6 +624,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
+		fputs(usage_creds_text, stdout);
 		fputs("\nControl commands (over the mount's control socket, docs/control.md):\n", stdout);
 		cli_usage(stdout);
 		return 0;

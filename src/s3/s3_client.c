@@ -26,9 +26,17 @@
  * Invariants: at most max_connections easy handles exist; every body read
  * into memory is bounded (caller's buffer, S3_LIST_BODY_MAX,
  * S3_ERR_BODY_MAX) and so are response headers (S3_HEADERS_MAX); secrets
- * live only in struct s3_client and in the Authorization header list of
- * an attempt, both wiped, and are never logged.  The only process-wide
- * state is curl_global_init(), run once through pthread_once().
+ * live only in the credentials provider's struct cred (held by reference
+ * for one attempt, so a refresh never frees keys being signed with) and in
+ * the header list of an attempt, both wiped, and are never logged.  The
+ * only process-wide state is curl_global_init(), run once through
+ * pthread_once().
+ *
+ * Credentials: an attempt takes the provider's current set before it
+ * borrows a handle (the provider may have to fetch new ones), signs with
+ * SigV4 (keys) or sends "Authorization: Bearer" (an OAuth token).  When the
+ * server refuses credentials the provider thought valid, the call asks for
+ * new ones and tries once more.
  *
  * CA bundle: decided once, in s3_client_new(): cfg->ca_bundle if set, else
  * $AWS_CA_BUNDLE if set and non-empty, else curl's built-in default.  Peer
@@ -76,9 +84,8 @@ struct s3_client {
 	char *bucket_path;           /* "/bucket-encoded" (path style) or "" */
 	char *bucket;
 	char *region;
-	char *access_key;            /* NULL = anonymous */
-	char *secret_key;
-	char *session_token;
+	struct cred_provider *creds; /* NULL = anonymous */
+	enum s3_dialect dialect;
 	char *ca_bundle;             /* NULL = curl default */
 	bool aws;                    /* endpoint derived from the region */
 	unsigned max_conn, max_retries, backoff_base_ms, backoff_max_ms;
@@ -118,6 +125,7 @@ struct s3_op {
 	size_t rx_cap;
 	bool refuse_200;             /* a 200 answer must not be written (ranged GET, off > 0) */
 	bool empty_on_416;           /* 416 means an empty object (ranged GET, off == 0) */
+	const struct s3_client *client; /* set by s3_run() */
 	/* Validate a 2xx attempt; ctx is the op's own output. */
 	int (*check)(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 		     bool *retry, struct tfs_errinfo *ei);
@@ -134,6 +142,7 @@ struct s3_xfer {
 	uint64_t content_length;
 	bool have_etag;
 	char etag[OBJ_ETAG_MAX];
+	char generation[24];         /* x-goog-generation, "" when none */
 	bool etag_too_long;
 	char last_modified[64];
 	bool have_crange, crange_total_known;
@@ -160,14 +169,6 @@ static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 static void curl_init_once(void)
 {
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static void wipe_free(char *s)
-{
-	if (!s)
-		return;
-	explicit_bzero(s, strlen(s));
-	free(s);
 }
 
 static char *dup_or_null(const char *s, bool *oom)
@@ -366,9 +367,7 @@ static void client_free_fields(struct s3_client *c)
 	free(c->bucket_path);
 	free(c->bucket);
 	free(c->region);
-	wipe_free(c->access_key);
-	wipe_free(c->secret_key);
-	wipe_free(c->session_token);
+	cred_provider_free(c->creds);
 	free(c->ca_bundle);
 	free(c);
 }
@@ -381,21 +380,29 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	bool oom = false, is_ip = false;
 	int rc, locks = 0;
 
+	struct cred_provider *creds = cfg ? cfg->creds : NULL;
+
 	tfs_errinfo_clear(ei);
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_rc != CURLE_OK) {
 		tfs_errinfo_set(ei, "curl_global_init failed");
+		cred_provider_free(creds);
 		return NULL;
 	}
 	if (!cfg || !cfg->bucket || !*cfg->bucket || strlen(cfg->bucket) > 255 ||
 	    strchr(cfg->bucket, '/')) {
 		tfs_errinfo_set(ei, "a bucket name (without '/', at most 255 bytes) is required");
+		cred_provider_free(creds);
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		cred_provider_free(creds);
 		goto oom;
+	}
 	c->os.ops = &s3_objstore_ops;
+	c->creds = creds;            /* owned from here on */
+	c->dialect = cfg->dialect;
 	latency_hist_init(&c->st_latency);
 	c->region = strdup(cfg->region && *cfg->region ? cfg->region : "us-east-1");
 	c->bucket = strdup(cfg->bucket);
@@ -452,15 +459,16 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		goto oom;
 	}
 
-	if (cfg->access_key && *cfg->access_key) {
+	if (!c->creds && cfg->access_key && *cfg->access_key) {
+		struct cred *k;
+
 		if (!cfg->secret_key || !*cfg->secret_key) {
 			tfs_errinfo_set(ei, "an access key needs a secret key");
 			goto fail;
 		}
-		c->access_key = dup_or_null(cfg->access_key, &oom);
-		c->secret_key = dup_or_null(cfg->secret_key, &oom);
-		if (cfg->session_token && *cfg->session_token)
-			c->session_token = dup_or_null(cfg->session_token, &oom);
+		k = cred_new_keys(cfg->access_key, cfg->secret_key, cfg->session_token, 0);
+		if (!k || !(c->creds = cred_provider_new_static("static keys", k)))
+			goto oom;
 	}
 	ca = cfg->ca_bundle && *cfg->ca_bundle ? cfg->ca_bundle : getenv("AWS_CA_BUNDLE");
 	if (ca && *ca)
@@ -531,6 +539,11 @@ fail:
 struct objstore *s3_client_objstore(struct s3_client *c)
 {
 	return &c->os;
+}
+
+struct s3_client *s3_client_of(struct objstore *os)
+{
+	return os && os->ops == &s3_objstore_ops ? (struct s3_client *)os : NULL;
 }
 
 void s3_client_free(struct s3_client *c)
@@ -729,6 +742,7 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 		x->have_len = x->have_etag = x->etag_too_long = false;
 		x->have_crange = x->crange_total_known = false;
 		x->last_modified[0] = '\0';
+		x->generation[0] = '\0';
 		return n;
 	}
 	colon = memchr(p, ':', vl);
@@ -759,6 +773,12 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 		}
 	} else if (nl == 13 && strncasecmp(p, "content-range", nl) == 0) {
 		parse_content_range(x, v, vl);
+	} else if (nl == 17 && strncasecmp(p, "x-goog-generation", nl) == 0) {
+		/* digits only: it becomes part of a cache key and a header */
+		if (vl > 0 && vl < sizeof(x->generation) && strspn(v, "0123456789") >= vl) {
+			memcpy(x->generation, v, vl);
+			x->generation[vl] = '\0';
+		}
 	}
 	return n;
 }
@@ -860,7 +880,7 @@ static void hdr_free(struct curl_slist *l)
 }
 
 static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op *op,
-					int *rc)
+					const struct cred *cr, int *rc)
 {
 	struct curl_slist *l = NULL;
 	bool oom = false;
@@ -870,12 +890,14 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 
 	*rc = TFS_OK;
 	l = hdr_add(l, &oom, "Host: %s", c->req_host);
-	if (c->access_key) {
+	if (cr && cr->kind == CRED_BEARER) {
+		l = hdr_add(l, &oom, "Authorization: Bearer %s", cr->token);
+	} else if (cr && cr->kind == CRED_KEYS) {
 		struct sigv4_header sh[4] = {
 			{ "host", c->req_host },
 			{ "x-amz-content-sha256", op->payload_hash },
 			{ "x-amz-date", amz_date },
-			{ "x-amz-security-token", c->session_token },
+			{ "x-amz-security-token", cr->session_token },
 		};
 		struct sigv4_request req = {
 			.method = op->method,
@@ -883,13 +905,13 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			.params = op->params,
 			.n_params = op->n_params,
 			.headers = sh,
-			.n_headers = c->session_token ? 4 : 3,
+			.n_headers = cr->session_token ? 4 : 3,
 			.payload_hash = op->payload_hash,
 			.amz_date = amz_date,
 			.region = c->region,
 			.service = "s3",
-			.access_key = c->access_key,
-			.secret_key = c->secret_key,
+			.access_key = cr->access_key,
+			.secret_key = cr->secret_key,
 		};
 
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -902,14 +924,16 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 		}
 		l = hdr_add(l, &oom, "x-amz-date: %s", amz_date);
 		l = hdr_add(l, &oom, "x-amz-content-sha256: %s", op->payload_hash);
-		if (c->session_token)
-			l = hdr_add(l, &oom, "x-amz-security-token: %s", c->session_token);
+		if (cr->session_token)
+			l = hdr_add(l, &oom, "x-amz-security-token: %s", cr->session_token);
 		l = hdr_add(l, &oom, "Authorization: %s", auth);
 		explicit_bzero(auth, sizeof(auth));
 	}
 	if (op->range)
 		l = hdr_add(l, &oom, "Range: %s", op->range);
-	if (op->if_match)
+	if (op->if_match && c->dialect == S3_DIALECT_GCS && strncmp(op->if_match, "gen:", 4) == 0)
+		l = hdr_add(l, &oom, "x-goog-if-generation-match: %s", op->if_match + 4);
+	else if (op->if_match)
 		l = hdr_add(l, &oom, "If-Match: %s", op->if_match);
 	/* No 100-continue round trip, no form content type. */
 	l = hdr_add(l, &oom, "Expect:");
@@ -1043,23 +1067,35 @@ static int classify_transport(CURL *h, CURLcode cc, const struct s3_xfer *x,
 	}
 }
 
+/* One attempt.  *used: the credentials it was signed with (a reference
+ * the caller drops), NULL when anonymous or when none could be had. */
 static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
-		   struct tfs_errinfo *ei, bool *retry, bool *connect)
+		   struct tfs_errinfo *ei, bool *retry, bool *connect, struct cred **used)
 {
 	struct s3_xfer x = { .op = op, .stall_ms = c->stall_ms };
 	struct curl_slist *hdrs = NULL;
+	struct cred *cr = NULL;
 	int64_t t0;
 	CURLcode cc;
 	CURL *h;
 	int rc;
 
 	*retry = *connect = false;
+	*used = NULL;
 	tfs_errinfo_clear(ei);
+	/* Before borrowing a handle: this may wait for a refresh.  A failure
+	 * here was retried by the provider already. */
+	if (c->creds) {
+		rc = cred_provider_get(c->creds, &cr, ei);
+		if (rc)
+			return rc;
+		*used = cr;
+	}
 	h = pool_get(c);
 	if (!h)
 		return TFS_E_NOMEM;
 	/* Signed after the wait for a handle, so x-amz-date is fresh. */
-	hdrs = build_headers(c, op, &rc);
+	hdrs = build_headers(c, op, cr, &rc);
 	if (!hdrs) {
 		tfs_errinfo_set(ei, "cannot sign the request");
 		rc = rc ? rc : TFS_E_NOMEM;
@@ -1113,21 +1149,34 @@ out_handle:
 }
 
 /* Run op with retries; returns the last attempt's result. */
-static int s3_run(struct s3_client *c, const struct s3_op *op, struct tfs_errinfo *ei)
+static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 {
 	char *url = NULL;
 	uint64_t rng = 0;
 	unsigned tries = 0;
-	bool retry, connect;
+	bool retry, connect, renewed = false;
 	int rc;
 
+	op->client = c;
 	if (asprintf(&url, "%s%s%s%s", c->base_url, op->path, op->query[0] ? "?" : "",
 		     op->query) < 0)
 		return TFS_E_NOMEM;
 	for (;;) {
+		struct cred *used = NULL;
 		unsigned limit;
 
-		rc = attempt(c, op, url, ei, &retry, &connect);
+		rc = attempt(c, op, url, ei, &retry, &connect, &used);
+		/* The server refused credentials we thought valid (revoked, or
+		 * our clock is off): once per call, get new ones and try again. */
+		if (rc == TFS_E_AUTH && used && ei->http_status && !renewed &&
+		    cred_provider_refreshes(c->creds)) {
+			cred_provider_invalidate(c->creds, used);
+			renewed = true;
+			retry = true;
+			log_info("s3: %s %s: credentials refused (%s), getting new ones", op->method,
+				 op->path, ei->code[0] ? ei->code : "no code");
+		}
+		cred_put(used);
 		if (rc == TFS_OK || !retry)
 			break;
 		limit = c->max_retries;
@@ -1194,7 +1243,10 @@ static int head_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 		if (t != (time_t)-1)
 			m->mtime = (int64_t)t;
 	}
-	snprintf(m->etag, sizeof(m->etag), "%s", x->have_etag ? x->etag : "");
+	if (x->generation[0] && op->client->dialect == S3_DIALECT_GCS)
+		snprintf(m->etag, sizeof(m->etag), "gen:%s", x->generation);
+	else
+		snprintf(m->etag, sizeof(m->etag), "%s", x->have_etag ? x->etag : "");
 	return TFS_OK;
 }
 
@@ -1332,7 +1384,9 @@ static int list_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 	struct list_ctx *l = ctx;
 	int rc;
 
-	rc = s3_xml_parse_list(x->dyn, x->dyn_len, true, &l->page);
+	rc = s3_xml_parse_list_v(x->dyn, x->dyn_len, true,
+				 op->client->dialect == S3_DIALECT_GCS,
+				 &l->page);
 	if (rc)
 		tfs_errinfo_set(ei, "cannot parse the ListObjectsV2 reply");
 	return rc;

@@ -16,7 +16,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "s3/cred_provider.h"
 #include "s3/objstore.h"
+
+/* Which server's dialect of the S3 XML API to speak. */
+enum s3_dialect {
+	S3_DIALECT_S3 = 0,         /* AWS S3 and compatible servers */
+	/* Google Cloud Storage's XML API: bearer tokens as well as HMAC keys
+	 * (SigV4), and object generations as the version an open pins: HEAD's
+	 * x-goog-generation and a listing's <Generation> become the meta's
+	 * etag "gen:N", and a GET pinned to "gen:N" sends
+	 * x-goog-if-generation-match: N (a server that names no generation
+	 * is pinned by ETag and If-Match, as S3 is). */
+	S3_DIALECT_GCS = 1,
+};
 
 struct s3_config {
 	const char *endpoint;      /* "http(s)://host[:port]"; NULL = AWS for region */
@@ -24,7 +37,11 @@ struct s3_config {
 	const char *bucket;        /* required */
 	bool path_style;           /* else virtual-hosted (bucket.host): needs a
 	                            * DNS-style bucket and a host name, not an IP */
-	const char *access_key;    /* NULL/"" = anonymous (unsigned) requests */
+	enum s3_dialect dialect;
+	/* Credentials: a provider (ownership passes to the client, even when
+	 * s3_client_new() fails), else static keys, else none. */
+	struct cred_provider *creds;
+	const char *access_key;    /* without creds: NULL/"" = anonymous (unsigned) requests */
 	const char *secret_key;
 	const char *session_token; /* NULL = none */
 	const char *ca_bundle;     /* NULL = $AWS_CA_BUNDLE if set, else curl's
@@ -53,6 +70,9 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 
 /* The objstore view of c (same lifetime; objstore_free() frees c). */
 struct objstore *s3_client_objstore(struct s3_client *c);
+
+/* The client behind an objstore that s3_client_objstore() gave, else NULL. */
+struct s3_client *s3_client_of(struct objstore *os);
 
 /* Free c; no call may be in flight.  Secrets are wiped.  NULL is a no-op. */
 void s3_client_free(struct s3_client *c);

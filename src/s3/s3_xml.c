@@ -210,9 +210,10 @@ static bool parse_iso8601(const char *s, int64_t *out)
 	return true;
 }
 
-static int parse_contents(const xmlNode *n, bool decode, struct obj_list_entry *e)
+static int parse_contents(const xmlNode *n, bool decode, bool generations,
+			  struct obj_list_entry *e)
 {
-	char *key = NULL, *size = NULL, *etag = NULL, *mtime = NULL;
+	char *key = NULL, *size = NULL, *etag = NULL, *mtime = NULL, *gen = NULL;
 	int rc = TFS_E_PROTO;
 
 	key = child_text(n, "Key");
@@ -221,7 +222,15 @@ static int parse_contents(const xmlNode *n, bool decode, struct obj_list_entry *
 	mtime = child_text(n, "LastModified");
 	if (!key || !*key || !parse_u64(size, &e->meta.size))
 		goto out;
-	if (etag) {
+	if (generations)
+		gen = child_text(n, "Generation");
+	if (gen) {
+		size_t gl = strlen(gen);
+
+		if (gl == 0 || gl > 20 || strspn(gen, "0123456789") != gl)
+			goto out;
+		snprintf(e->meta.etag, sizeof(e->meta.etag), "gen:%s", gen);
+	} else if (etag) {
 		if (strlen(etag) >= sizeof(e->meta.etag))
 			goto out;
 		strcpy(e->meta.etag, etag);
@@ -230,6 +239,7 @@ static int parse_contents(const xmlNode *n, bool decode, struct obj_list_entry *
 		goto out;
 	rc = dup_key(key, decode, &e->key, &e->key_len);
 out:
+	xmlFree(gen);
 	xmlFree(mtime);
 	xmlFree(etag);
 	xmlFree(size);
@@ -239,6 +249,12 @@ out:
 
 int s3_xml_parse_list(const char *xml, size_t len, bool url_encoded,
 		      struct obj_list_page **out)
+{
+	return s3_xml_parse_list_v(xml, len, url_encoded, false, out);
+}
+
+int s3_xml_parse_list_v(const char *xml, size_t len, bool url_encoded, bool generations,
+			struct obj_list_page **out)
 {
 	struct obj_list_page *page = NULL;
 	xmlDoc *doc = NULL;
@@ -295,7 +311,7 @@ int s3_xml_parse_list(const char *xml, size_t len, bool url_encoded,
 
 	for (xmlNode *n = root->children; n; n = n->next) {
 		if (is_elem(n, "Contents")) {
-			rc = parse_contents(n, decode, &page->entries[page->n_entries]);
+			rc = parse_contents(n, decode, generations, &page->entries[page->n_entries]);
 			if (rc)
 				goto out_page;
 			page->n_entries++;
@@ -355,6 +371,11 @@ int s3_xml_parse_error(const char *xml, size_t len, struct tfs_errinfo *ei)
 	if (!code || !*code)
 		goto out;
 	msg = child_text(root, "Message");
+	if (!msg || !*msg) {
+		/* GCS puts the useful part in <Details> */
+		xmlFree(msg);
+		msg = child_text(root, "Details");
+	}
 	if (ei) {
 		copy_sanitized(ei->code, sizeof(ei->code), code);
 		copy_sanitized(ei->message, sizeof(ei->message), msg ? msg : "");
@@ -383,6 +404,11 @@ static const struct {
 	{ "TokenRefreshRequired", TFS_E_AUTH, false },
 	{ "RequestTimeTooSkewed", TFS_E_AUTH, false },
 	{ "AccessDenied", TFS_E_ACCESS, false },
+	/* Google Cloud Storage's XML API */
+	{ "AuthenticationRequired", TFS_E_AUTH, false },
+	{ "MissingSecurityHeader", TFS_E_AUTH, false },
+	{ "InvalidSecurity", TFS_E_AUTH, false },
+	{ "UserProjectMissing", TFS_E_ACCESS, false },
 	{ "AllAccessDisabled", TFS_E_ACCESS, false },
 	{ "PreconditionFailed", TFS_E_STALE, false },
 	{ "InvalidRange", TFS_E_RANGE, false },

@@ -21,7 +21,14 @@
 int s3_xml_parse_list(const char *xml, size_t len, bool url_encoded,
 		      struct obj_list_page **out);
 
-/* Parse an <Error> body into ei->code / ei->message (truncated to fit).
+/* As s3_xml_parse_list(); with generations (Google Cloud Storage), an
+ * entry whose <Contents> names a <Generation> gets "gen:N" as its etag:
+ * the version a GET can be pinned to (see s3_client.h). */
+int s3_xml_parse_list_v(const char *xml, size_t len, bool url_encoded, bool generations,
+			struct obj_list_page **out);
+
+/* Parse an <Error> body into ei->code / ei->message (truncated to fit;
+ * GCS's <Details> stands in for an empty <Message>).
  * Returns TFS_OK if an <Error><Code> was found, TFS_E_PROTO otherwise
  * (ei untouched except on success). */
 int s3_xml_parse_error(const char *xml, size_t len, struct tfs_errinfo *ei);

@@ -252,6 +252,17 @@ bool it_env_load(struct it_env *env)
 		env->region = "us-east-1";
 	env->tierfs_bin = getenv("TIERFS_BIN");
 	env->proxy_bin = getenv("TIERFS_PROXY_BIN");
+	/* A mount that finds no credentials would ask the cloud metadata
+	 * services (link-local addresses no test may reach): off for every
+	 * process the tests start, unless a test points them at its own
+	 * server (env_set of that mount). */
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	setenv("NO_GCE_CHECK", "true", 1);
+	unsetenv("GCE_METADATA_HOST");
+	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	unsetenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
 	const char *tmp = getenv("TIERFS_TEST_TMP");
 	if (!tmp || !*tmp)
 		tmp = "/tmp/tierfs-it";
@@ -268,7 +279,8 @@ bool it_env_load(struct it_env *env)
 
 /* ---- processes --------------------------------------------------------- */
 
-/* environ with the assignments of env_set applied ("K=" unsets K). */
+/* environ with the assignments of env_set applied ("K=" unsets K; of two
+ * assignments of one name, the later wins). */
 static char **build_envp(const char *const *env_set)
 {
 	size_t n = 0, m = 0;
@@ -292,7 +304,12 @@ static char **build_envp(const char *const *env_set)
 	}
 	for (size_t j = 0; j < m; j++) {
 		const char *eq = strchr(env_set[j], '=');
-		if (eq && eq[1] != '\0')
+		size_t kl = eq ? (size_t)(eq - env_set[j]) : strlen(env_set[j]);
+		bool later = false;     /* a later assignment of the same name wins */
+		for (size_t j2 = j + 1; j2 < m; j2++)
+			if (strncmp(env_set[j2], env_set[j], kl + 1) == 0)
+				later = true;
+		if (eq && eq[1] != '\0' && !later)
 			envp[k++] = (char *)env_set[j];
 	}
 	envp[k] = NULL;
@@ -1216,4 +1233,130 @@ void it_unmount_ok(const struct it_env *env, struct it_mount *m)
 		cr_expect_null(strstr(log, env->secret_key), "secret in the daemon's output");
 	free(log);
 	cr_expect_not(it_is_fuse_mount(m->dir), "still mounted after unmount");
+}
+
+/* ---- credential endpoints ---------------------------------------------- */
+
+#ifndef TIERFS_CREDSERVER
+#define TIERFS_CREDSERVER "tests/tools/credserver.py"
+#endif
+
+static int credserver_get(struct it_credserver *cs, const char *what, char *out, size_t outlen)
+{
+	char url[512];
+	it_fmt(url, sizeof(url), "%s/__cred/%s", cs->url, what);
+	CURL *h = curl_easy_init();
+	if (!h)
+		return -1;
+	struct membuf mb = { out, 0, outlen };
+	if (out && outlen)
+		out[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, membuf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &mb);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	long code = -1;
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	return (int)code;
+}
+
+int it_credserver_start(const struct it_env *env, unsigned ttl_s, struct it_credserver *cs)
+{
+	char ttl[16], logpath[PATH_MAX];
+
+	memset(cs, 0, sizeof(*cs));
+	if (it_mkdtemp(env, "creds", cs->dir, sizeof(cs->dir)) != 0)
+		return -1;
+	tmp_path(env, "credserver", ".port", cs->portfile, sizeof(cs->portfile));
+	tmp_path(env, "credserver", ".log", logpath, sizeof(logpath));
+	track_add(TRACK_FILE, 0, cs->portfile);
+	track_add(TRACK_FILE, 0, logpath);
+	it_fmt(ttl, sizeof(ttl), "%u", ttl_s);
+	const char *argv[] = { "/usr/bin/python3", TIERFS_CREDSERVER, "--port-file", cs->portfile,
+			       "--dir", cs->dir, "--ttl", ttl, "--upstream", env->endpoint,
+			       "--upstream-key", env->access_key ? env->access_key : "",
+			       "--upstream-secret", env->secret_key ? env->secret_key : "",
+			       "--region", env->region, NULL };
+	/* what it writes, then the directory again: cleanup goes in order */
+	static const char *const files[] = { "sa.json", "user.json", "web-token",
+					     "container-token" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char f[PATH_MAX];
+		it_credserver_file(cs, files[i], f, sizeof(f));
+		track_add(TRACK_FILE, 0, f);
+	}
+	track_add(TRACK_DIR, 0, cs->dir);
+	cs->pid = spawn(argv, NULL, logpath, true);
+	if (cs->pid < 0)
+		return -1;
+	track_add(TRACK_PROC, cs->pid, NULL);
+	double end = it_now() + 15.0;
+	while (it_now() < end) {
+		int ws;
+		if (waitpid(cs->pid, &ws, WNOHANG) == cs->pid) {
+			char *log = it_read_file(logpath, NULL);
+			fprintf(stderr, "harness: credserver exited (%d): %s\n", decode_status(ws), log);
+			free(log);
+			cs->pid = 0;
+			return -1;
+		}
+		if (cs->port == 0) {
+			char *s = it_read_file(cs->portfile, NULL);
+			int port = s ? atoi(s) : 0;
+			free(s);
+			if (port > 0) {
+				cs->port = port;
+				it_fmt(cs->url, sizeof(cs->url), "http://127.0.0.1:%d", port);
+			}
+		}
+		if (cs->port > 0 && credserver_get(cs, "stats", NULL, 0) == 200)
+			return 0;
+		sleep_ms(20);
+	}
+	fprintf(stderr, "harness: credserver did not answer in 15 s\n");
+	return -1;
+}
+
+long long it_credserver_stat(struct it_credserver *cs, const char *name)
+{
+	char body[4096];
+	size_t nl = strlen(name);
+
+	if (credserver_get(cs, "stats", body, sizeof(body)) != 200)
+		return -1;
+	for (char *line = body; line && *line; ) {
+		if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
+			return strtoll(line + nl + 1, NULL, 10);
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -1;
+}
+
+int it_credserver_fail(struct it_credserver *cs, int n)
+{
+	char q[64];
+	it_fmt(q, sizeof(q), "fail?n=%d", n);
+	return credserver_get(cs, q, NULL, 0) == 200 ? 0 : -1;
+}
+
+void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n)
+{
+	it_fmt(out, n, "%s/%s", cs->dir, name);
+}
+
+void it_credserver_stop(struct it_credserver *cs)
+{
+	if (cs->pid > 0) {
+		kill_and_reap(cs->pid, 3.0);
+		struct tracked *t = track_find(TRACK_PROC, cs->pid, NULL);
+		if (t)
+			t->kind = TRACK_NONE;
+	}
+	cs->pid = 0;
 }

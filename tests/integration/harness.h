@@ -135,6 +135,37 @@ long long it_proxy_stat(struct it_proxy *p, const char *name);
 /* SIGTERM (then SIGKILL) and reap. */
 void it_proxy_stop(struct it_proxy *p);
 
+/* ---- credential endpoints (tests/tools/credserver.py) ------------------ */
+
+struct it_credserver {
+	pid_t pid;
+	int port;
+	char url[64];              /* http://127.0.0.1:PORT */
+	char dir[PATH_MAX];        /* sa.json, user.json, web-token, container-token */
+	char portfile[PATH_MAX];
+};
+
+/* ARN of the role credserver lets a web identity assume. */
+#define IT_ROLE_ARN "arn:aws:iam::123456789012:role/tierfs-test"
+/* What every secret credserver makes contains. */
+#define IT_CANARY "TFSCANARY"
+
+/* Start credserver (credentials live ttl_s seconds; data forwarded to
+ * env->endpoint with env's keys) and wait (<= 15 s) until it answers.
+ * 0 or -1. */
+int it_credserver_start(const struct it_env *env, unsigned ttl_s, struct it_credserver *cs);
+
+/* Counter `name` of /__cred/stats, -1 if absent or no answer. */
+long long it_credserver_stat(struct it_credserver *cs, const char *name);
+
+/* The next n credential requests fail with HTTP 500.  0 or -1. */
+int it_credserver_fail(struct it_credserver *cs, int n);
+
+/* "DIR/name" of a file credserver wrote, into out. */
+void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n);
+
+void it_credserver_stop(struct it_credserver *cs);
+
 /* ---- running tierfs ---------------------------------------------------- */
 
 /* Result of a command run to completion. */
@@ -147,7 +178,8 @@ struct it_run {
 
 /* Run TIERFS_BIN with args (NULL-terminated, without argv[0]) and the
  * extra environment assignments env_set ("K=V"; "K=" with nothing after
- * unsets K; may be NULL), wait at most timeout_s (then SIGKILL).
+ * unsets K; of two assignments of a name the later wins; may be NULL),
+ * wait at most timeout_s (then SIGKILL).
  * Detached grandchildren (the daemon) keep running.  0 or -1 (fork). */
 int it_run_tierfs(const struct it_env *env, const char *const *args,
 		  const char *const *env_set, double timeout_s, struct it_run *r);

@@ -71,8 +71,11 @@ Test(config, source_uri)
 	cr_assert_str_eq(c.prefix, "train/shards/");
 	cr_assert_eq(config_set_source(&c, "s3://b.c.d/x", err, sizeof(err)), 0);
 	cr_assert_str_eq(c.prefix, "x/");
-	cr_assert_neq(config_set_source(&c, "gs://bucket", err, sizeof(err)), 0);
+	cr_assert_not(c.gcs);
+	cr_assert_neq(config_set_source(&c, "gcs://bucket", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "http://bucket", err, sizeof(err)), 0);
 	cr_assert_neq(config_set_source(&c, "s3://", err, sizeof(err)), 0);
+	cr_assert_neq(config_set_source(&c, "gs://", err, sizeof(err)), 0);
 	cr_assert_neq(config_set_source(&c, "s3://a..b", err, sizeof(err)), 0);
 	cr_assert_neq(config_set_source(&c, "s3://bucket/a/../b", err, sizeof(err)), 0);
 	cr_assert_neq(config_set_source(&c, "s3://bucket/a//b", err, sizeof(err)), 0);
@@ -80,6 +83,37 @@ Test(config, source_uri)
 	cr_assert_neq(config_set_source(&c, "s3://bu/cket", err, sizeof(err)), 0);  /* too short */
 	/* a failed parse keeps the previous value */
 	cr_assert_str_eq(c.bucket, "b.c.d");
+	cr_assert_not(c.gcs);
+	config_release(&c);
+}
+
+Test(config, source_uri_gs)
+{
+	struct tierfs_config c;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_init(&c);
+	cr_assert_eq(config_set_source(&c, "gs://my_bucket.example/train/", err, sizeof(err)), 0);
+	cr_assert(c.gcs);
+	cr_assert_str_eq(c.bucket, "my_bucket.example");
+	cr_assert_str_eq(c.prefix, "train/");
+	cr_assert_neq(config_set_source(&c, "gs://bucket/a/../b", err, sizeof(err)), 0);
+	cr_assert(c.gcs, "a failed parse keeps the previous source");
+	/* the AWS endpoint variables name an S3 endpoint, never a GCS one */
+	setenv("AWS_ENDPOINT_URL_S3", "http://s3-specific:1", 1);
+	config_apply_env(&c);
+	cr_assert_null(c.endpoint);
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	f = open_memstream(&text, &len);
+	config_dump(&c, f);
+	fclose(f);
+	cr_assert(strstr(text, "source = gs://my_bucket.example/train/\n"), "%s", text);
+	cr_assert(strstr(text, "endpoint = (Google Cloud Storage)\n"), "%s", text);
+	free(text);
+	cr_assert_eq(config_set_source(&c, "s3://back", err, sizeof(err)), 0);
+	cr_assert_not(c.gcs);
 	config_release(&c);
 }
 

@@ -349,3 +349,84 @@ Test(s3_xml, error_map)
 			     t[i].code ? t[i].code : "(null)");
 	}
 }
+
+/* A page of Cloud Storage's XML API (ListObjectsV2), as its documentation
+ * shows it: each Contents names its Generation. */
+static const char gcs_page[] =
+	"<?xml version='1.0' encoding='UTF-8'?>"
+	"<ListBucketResult xmlns='http://doc.s3.amazonaws.com/2006-03-01'>"
+	"<Name>travel-maps</Name><Prefix></Prefix><KeyCount>2</KeyCount><MaxKeys>1000</MaxKeys>"
+	"<IsTruncated>false</IsTruncated>"
+	"<Contents><Key>europe/france/paris.jpg</Key><Generation>1360887759327000</Generation>"
+	"<MetaGeneration>1</MetaGeneration><LastModified>2013-02-15T00:22:39.328Z</LastModified>"
+	"<ETag>\"53fc311c15eda0a4b66e6b2a9cd1f5ab\"</ETag><Size>7038</Size></Contents>"
+	"<Contents><Key>europe/italy/rome.jpg</Key>"
+	"<LastModified>2013-02-15T00:22:39.328Z</LastModified>"
+	"<ETag>\"a1b2\"</ETag><Size>5</Size></Contents>"
+	"</ListBucketResult>";
+
+Test(s3_xml, gcs_generations_name_the_version)
+{
+	struct obj_list_page *p = NULL;
+
+	cr_assert_eq(s3_xml_parse_list_v(gcs_page, strlen(gcs_page), false, true, &p), TFS_OK);
+	cr_assert_eq(p->n_entries, 2);
+	cr_assert_str_eq(p->entries[0].meta.etag, "gen:1360887759327000");
+	cr_assert_eq(p->entries[0].meta.size, 7038);
+	cr_assert_str_eq(p->entries[1].meta.etag, "\"a1b2\"", "no generation: the ETag");
+	obj_list_page_free(p);
+	/* S3 ignores the element */
+	cr_assert_eq(s3_xml_parse_list(gcs_page, strlen(gcs_page), false, &p), TFS_OK);
+	cr_assert_str_eq(p->entries[0].meta.etag, "\"53fc311c15eda0a4b66e6b2a9cd1f5ab\"");
+	obj_list_page_free(p);
+}
+
+Test(s3_xml, gcs_bad_generation_is_malformed)
+{
+	static const char *const bad[] = { "", "12a", "-1", "123456789012345678901" };
+	struct obj_list_page *p = NULL;
+	char xml[1024];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(xml, sizeof(xml), "<ListBucketResult><IsTruncated>false</IsTruncated>"
+			 "<Contents><Key>k</Key><Generation>%s</Generation><Size>1</Size>"
+			 "</Contents></ListBucketResult>", bad[i]);
+		cr_assert_eq(s3_xml_parse_list_v(xml, strlen(xml), false, true, &p), TFS_E_PROTO,
+			     "case %zu", i);
+		cr_assert_null(p);
+	}
+}
+
+Test(s3_xml, gcs_error_bodies)
+{
+	/* Cloud Storage puts the detail in <Details> */
+	static const char denied[] =
+		"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>"
+		"<Message>Access denied.</Message><Details>loader@p.iam.gserviceaccount.com does "
+		"not have storage.objects.get access</Details></Error>";
+	static const char auth[] =
+		"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AuthenticationRequired</Code>"
+		"<Details>Invalid Credentials</Details></Error>";
+	struct tfs_errinfo ei;
+	bool retry = true;
+
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(s3_xml_parse_error(denied, strlen(denied), &ei), TFS_OK);
+	cr_assert_str_eq(ei.message, "Access denied.");
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(s3_xml_parse_error(auth, strlen(auth), &ei), TFS_OK);
+	cr_assert_str_eq(ei.code, "AuthenticationRequired");
+	cr_assert_str_eq(ei.message, "Invalid Credentials");
+	cr_assert_eq(s3_error_map(401, "AuthenticationRequired", &retry), TFS_E_AUTH);
+	cr_assert_not(retry);
+	cr_assert_eq(s3_error_map(400, "MissingSecurityHeader", &retry), TFS_E_AUTH);
+	cr_assert_eq(s3_error_map(400, "UserProjectMissing", &retry), TFS_E_ACCESS);
+	cr_assert_eq(s3_error_map(412, "PreconditionFailed", &retry), TFS_E_STALE);
+	/* Cloud Storage's retry rules: 408, 429 and 5xx */
+	cr_assert_eq(s3_error_map(429, "", &retry), TFS_E_IO);
+	cr_assert(retry);
+	cr_assert_eq(s3_error_map(503, "", &retry), TFS_E_IO);
+	cr_assert(retry);
+	cr_assert_eq(s3_error_map(408, "", &retry), TFS_E_IO);
+	cr_assert(retry);
+}
