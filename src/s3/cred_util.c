@@ -156,7 +156,7 @@ bool cred_parse_time(const char *s, int64_t *out_ms)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	t = timegm(&tm);
-	if (t == (time_t)-1)
+	if (t == (time_t)-1 && !(y == 1969 && mo == 12 && d == 31))
 		return false;
 	*out_ms = ((int64_t)t - sign * (int64_t)(oh * 3600 + om * 60)) * 1000 + ms;
 	return true;

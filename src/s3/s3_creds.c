@@ -32,6 +32,8 @@
 
 #include <ini.h>
 
+#include "s3/cred_util.h"
+
 #define CREDS_FILE_MAX (1024 * 1024)
 #define CREDS_VALUE_MAX 8192
 
@@ -230,61 +232,6 @@ static int physical_line(const char *buf, size_t len, int num, int call)
 	return line;
 }
 
-/* Read path into a new buffer.  TFS_MISS if it does not exist. */
-static int read_file(const char *path, char **out, size_t *out_len, struct tfs_errinfo *ei)
-{
-	struct stat sb;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd, rc = TFS_E_INVAL;
-
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return TFS_MISS;
-		tfs_errinfo_set(ei, "cannot open %s: %s", path, strerror(errno));
-		return TFS_E_INVAL;
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > CREDS_FILE_MAX) {
-		tfs_errinfo_set(ei, "%s is not a regular file of at most %d bytes", path, CREDS_FILE_MAX);
-		goto out_fd;
-	}
-	rc = TFS_E_NOMEM;
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf)
-		goto out_fd;
-	while (got < (size_t)sb.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			tfs_errinfo_set(ei, "cannot read %s: %s", path, strerror(errno));
-			rc = TFS_E_INVAL;
-			goto out_buf;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	buf[got] = '\0';
-	if (memchr(buf, '\0', got)) {
-		tfs_errinfo_set(ei, "%s contains a NUL byte", path);
-		rc = TFS_E_INVAL;
-		goto out_buf;
-	}
-	*out = buf;
-	*out_len = got;
-	buf = NULL;
-	rc = TFS_OK;
-out_buf:
-	wipe_free(buf, got);
-out_fd:
-	close(fd);
-	return rc;
-}
-
 static int creds_new(const char *ak, const char *sk, const char *tok, const char *src,
 		     struct s3_creds **out)
 {
@@ -331,7 +278,7 @@ static int from_file(const char *profile, bool explicit_profile, struct s3_creds
 	if (!path)
 		return TFS_E_NOMEM;
 
-	rc = read_file(path, &buf, &len, ei);
+	rc = cred_read_file(path, CREDS_FILE_MAX, &buf, &len, ei);
 	if (rc == TFS_MISS && explicit_profile) {
 		tfs_errinfo_set(ei, "profile '%s' not found: %s does not exist", profile, path);
 		rc = TFS_E_INVAL;

@@ -25,6 +25,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "s3/cred_util.h"
+
 #define S3_XML_MAX (16u * 1024 * 1024)
 
 /* libxml2 wants its global state set up once before threads use it. */
@@ -147,66 +149,15 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* Read exactly n digits at *s. */
-static bool take_digits(const char **s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		char c = (*s)[i];
-
-		if (c < '0' || c > '9')
-			return false;
-		v = v * 10 + (c - '0');
-	}
-	*s += n;
-	*out = v;
-	return true;
-}
-
-/* "2009-10-12T17:50:30.000Z" (fraction and a "+hh:mm" offset allowed). */
+/* "2009-10-12T17:50:30.000Z" (fraction and a "+hh:mm" offset allowed), in
+ * seconds since the epoch. */
 static bool parse_iso8601(const char *s, int64_t *out)
 {
-	struct tm tm = { 0 };
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-	time_t t;
+	int64_t ms;
 
-	if (!take_digits(&s, 4, &y) || *s++ != '-' || !take_digits(&s, 2, &mo) ||
-	    *s++ != '-' || !take_digits(&s, 2, &d) || (*s != 'T' && *s != 't'))
+	if (!cred_parse_time(s, &ms))
 		return false;
-	s++;
-	if (!take_digits(&s, 2, &h) || *s++ != ':' || !take_digits(&s, 2, &mi) ||
-	    *s++ != ':' || !take_digits(&s, 2, &sec))
-		return false;
-	if (*s == '.') {
-		s++;
-		if (*s < '0' || *s > '9')
-			return false;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	if (*s == 'Z' || *s == 'z') {
-		s++;
-	} else if (*s == '+' || *s == '-') {
-		sign = *s++ == '+' ? 1 : -1;
-		if (!take_digits(&s, 2, &oh) || *s++ != ':' || !take_digits(&s, 2, &om))
-			return false;
-	} else {
-		return false;
-	}
-	if (*s || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    sec > 60 || oh > 23 || om > 59)
-		return false;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1 && !(y == 1969 && mo == 12 && d == 31))
-		return false;
-	*out = (int64_t)t - sign * (int64_t)(oh * 3600 + om * 60);
+	*out = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
 	return true;
 }
 
