@@ -41,7 +41,7 @@ struct tracked {
 	char path[PATH_MAX];       /* mountpoint, directory or file */
 };
 
-#define TRACK_MAX 64
+#define TRACK_MAX 256   /* the kill loop mounts 40+ times in one test */
 static struct tracked tracked[TRACK_MAX];
 static char tierfs_bin_saved[PATH_MAX];
 static unsigned name_counter;

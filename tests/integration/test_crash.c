@@ -1,0 +1,533 @@
+/* test_crash.c - crashes and disks: the daemon killed at random moments
+ * under parallel reads, corrupt chunk data and index records, a cache disk
+ * full of bytes or of inodes or failing with I/O errors, and the memory
+ * and descriptors a long read keeps.
+ *
+ * Every byte read through a mount is compared with the generator that
+ * produced the upload.  The cache directory is checked from outside: the
+ * index is opened offline with the project's own cache_index API (the
+ * daemon stopped), each record's object file is found by the name the
+ * format gives it (XXH3-128 of 'o' key '\0' cache id, docs/format.md),
+ * and the files under objects/ are listed and their allocated blocks
+ * summed.
+ *
+ * Knobs (environment): TIERFS_CRASH_SEED (the kill loop's seed; printed),
+ * TIERFS_CRASH_KILLS (kills, default 20), TIERFS_CRASH_MEM_MIB (bytes the
+ * memory test reads, default 512).
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rocksdb/c.h>
+#include <xxhash.h>
+
+#include "common/tfs_err.h"
+#include "tiers/cache_index.h"
+
+#define CHUNK IT_MIB
+
+struct obj {
+	char key[64];
+	uint64_t seed;
+	uint64_t size;
+};
+
+static struct it_env env;
+static struct it_bucket bucket;
+static struct it_mount mnt;
+static char cache_dir[PATH_MAX];
+static char tmpfs_dir[PATH_MAX];   /* a tmpfs mounted by a test, or "" */
+
+static void crash_init(void)
+{
+	char parent[PATH_MAX];
+
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_eq(it_bucket_create(&env, "crash", &bucket), 0, "create bucket");
+	cr_assert_eq(it_mkdtemp(&env, "cachedir", parent, sizeof(parent)), 0);
+	it_fmt(cache_dir, sizeof(cache_dir), "%s/cache", parent);
+	tmpfs_dir[0] = '\0';
+}
+
+static void crash_fini(void)
+{
+	it_cleanup();
+	if (tmpfs_dir[0])
+		umount2(tmpfs_dir, MNT_DETACH);
+	if (bucket.client) {
+		it_bucket_empty(&bucket);
+		it_bucket_close(&bucket);
+	}
+}
+
+TestSuite(crash, .init = crash_init, .fini = crash_fini, .timeout = 600);
+
+/* ---- the fixture ------------------------------------------------------- */
+
+/* Sizes around the chunk and block edges, and a few of several chunks. */
+static const uint64_t SIZES[] = {
+	1, 4095, 4096, 65535, 65537, 300000, CHUNK - 1, CHUNK, CHUNK + 1,
+	2 * CHUNK + 12345, 3 * CHUNK, 3 * CHUNK + 7, 4 * CHUNK - 4096, 5 * CHUNK + 65536,
+	700000, 2 * CHUNK - 1,
+};
+#define NOBJ (sizeof(SIZES) / sizeof(SIZES[0]))
+
+static struct obj objs[NOBJ];
+
+static uint64_t upload_fixture(struct obj *o, size_t n, const char *dir)
+{
+	struct it_obj up[64];
+	uint64_t total = 0;
+
+	cr_assert_leq(n, 64);
+	for (size_t i = 0; i < n; i++) {
+		it_fmt(o[i].key, sizeof(o[i].key), "%s/f%02zu.bin", dir, i);
+		o[i].seed = 0xc0ffee00u + i * 7919u;
+		o[i].size = SIZES[i % NOBJ];
+		up[i] = (struct it_obj){ o[i].key, o[i].seed, o[i].size };
+		total += o[i].size;
+	}
+	cr_assert_eq(it_put_many(&bucket, up, n, 4), 0, "upload");
+	return total;
+}
+
+/* ---- mounting ---------------------------------------------------------- */
+
+/* Mount the bucket straight from the server with the cache options plus
+ * extra (NULL-terminated) and the environment env_set.  0 or -1. */
+static int mount_try(const char *const *extra, const char *const *env_set)
+{
+	const char *opts[40];
+	char src[128], dir[PATH_MAX];
+	size_t n = 0;
+
+	opts[n++] = "--chunk-size";
+	opts[n++] = "1M";
+	opts[n++] = "--cache-dir";
+	opts[n++] = cache_dir;
+	opts[n++] = "-v";
+	for (size_t i = 0; extra && extra[i] && n < 39; i++)
+		opts[n++] = extra[i];
+	opts[n] = NULL;
+	it_fmt(src, sizeof(src), "s3://%s", bucket.name);
+	if (it_mkdtemp(&env, "mnt", dir, sizeof(dir)) < 0)
+		return -1;
+	return it_mount_at(&env, src, env.endpoint, dir, opts, env_set, &mnt);
+}
+
+static void mount_ok(const char *const *extra, const char *const *env_set)
+{
+	if (mount_try(extra, env_set) != 0)
+		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
+}
+
+/* SIGKILL the daemon, reap it, unmount lazily (readers get ENOTCONN). */
+static void kill_daemon(void)
+{
+	cr_assert_gt(mnt.pid, 0);
+	cr_assert_eq(kill(mnt.pid, SIGKILL), 0);
+	cr_assert_eq(it_wait_pid(mnt.pid, 20.0), 128 + SIGKILL);
+	mnt.pid = 0;
+	umount2(mnt.dir, MNT_DETACH);
+	it_unmount(&mnt);   /* nothing left to do but forget it */
+}
+
+static long long stat_of(const char *name)
+{
+	long long v = it_daemon_stat(&mnt, name);
+
+	cr_assert_geq(v, 0, "no counter %s", name);
+	return v;
+}
+
+/* Wait (<= 60 s) until the SSD writer has nothing in flight: the chunks
+ * stored plus dropped plus rejected stop changing for half a second. */
+static void ssd_settle(void)
+{
+	long long last = -1;
+	double deadline = it_now() + 60.0, stable = 0;
+
+	while (it_now() < deadline) {
+		char s[8192];
+		long long v;
+
+		cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
+		v = it_stats_get(s, "ssd.insertions") + it_stats_get(s, "ssd.dropped") +
+		    it_stats_get(s, "ssd.rejected") + it_stats_get(s, "ssd.evictions");
+		if (v == last) {
+			if (it_now() - stable >= 0.5)
+				return;
+		} else {
+			last = v;
+			stable = it_now();
+		}
+		usleep(100000);
+	}
+	cr_assert_fail("the SSD writer never settled");
+}
+
+/* Read all of o (one pread loop) and compare; fails the test. */
+static void read_ok(const struct obj *o)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(o->size + 1);
+	int fd;
+	ssize_t r;
+	int64_t bad;
+
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", o->key, strerror(errno));
+	r = it_pread_full(fd, buf, o->size + 1, 0);
+	cr_assert_eq(r, (ssize_t)o->size, "read %s: %zd (%s)", o->key, r, r < 0 ? strerror(errno) : "");
+	bad = it_gen_mismatch(o->seed, 0, buf, o->size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
+	free(buf);
+	close(fd);
+}
+
+static void read_all_ok(const struct obj *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		read_ok(&o[i]);
+}
+
+/* ---- the cache directory, from outside ------------------------------- */
+
+/* objects/XX/NAME of an object version, relative to the cache dir. */
+static void object_file(const char *key, const char *etag, char *out, size_t n)
+{
+	size_t kl = strlen(key), el = strlen(etag);
+	char *buf = malloc(kl + el + 2);
+	XXH128_hash_t h;
+	char hex[33];
+
+	buf[0] = 'o';
+	memcpy(buf + 1, key, kl + 1);
+	memcpy(buf + 2 + kl, etag, el);
+	h = XXH3_128bits(buf, kl + el + 2);
+	free(buf);
+	snprintf(hex, sizeof(hex), "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
+		 (uint64_t)h.low64);
+	it_fmt(out, n, "objects/%.2s/%s", hex, hex);
+}
+
+struct ix_rec {
+	char key[256], etag[128];
+	uint64_t index, data_len;
+	char file[64];
+};
+
+struct ix_list {
+	struct ix_rec *v;
+	size_t n, cap;
+};
+
+static int collect_rec(void *ctx, const struct chunk_id *id, const struct cache_index_rec *rec)
+{
+	struct ix_list *l = ctx;
+	struct ix_rec *r;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+	}
+	r = &l->v[l->n++];
+	it_fmt(r->key, sizeof(r->key), "%s", id->key);
+	it_fmt(r->etag, sizeof(r->etag), "%s", id->etag);
+	r->index = id->index;
+	r->data_len = rec->data_len;
+	object_file(id->key, id->etag, r->file, sizeof(r->file));
+	return 0;
+}
+
+/* Every chunk record of the (closed) cache's index. */
+static struct ix_list index_records(void)
+{
+	struct ix_list l = { 0 };
+	struct cache_index *ix;
+	char err[512];
+
+	cr_assert_eq(cache_index_open(cache_dir, &ix, err, sizeof(err)), TFS_OK, "%s", err);
+	cr_assert_eq(cache_index_chunk_scan(ix, collect_rec, &l), TFS_OK);
+	cache_index_close(ix);
+	return l;
+}
+
+struct disk_use {
+	uint64_t allocated;   /* st_blocks * 512 of the object files */
+	unsigned files;
+	unsigned strays;      /* anything under objects/ the format never writes */
+	char stray[PATH_MAX];
+};
+
+/* Walk objects/: XX directories holding 32-hex-digit files, nothing else. */
+static struct disk_use disk_use(void)
+{
+	struct disk_use u = { 0 };
+	char top[PATH_MAX];
+	DIR *d;
+	struct dirent *de;
+
+	it_fmt(top, sizeof(top), "%s/objects", cache_dir);
+	d = opendir(top);
+	cr_assert_not_null(d, "%s: %s", top, strerror(errno));
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		DIR *sd;
+		struct dirent *fe;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		it_fmt(sub, sizeof(sub), "%s/%s", top, de->d_name);
+		sd = strlen(de->d_name) == 2 ? opendir(sub) : NULL;
+		if (!sd) {
+			u.strays++;
+			it_fmt(u.stray, sizeof(u.stray), "%s", sub);
+			continue;
+		}
+		while ((fe = readdir(sd))) {
+			char p[PATH_MAX];
+			struct stat st;
+
+			if (!strcmp(fe->d_name, ".") || !strcmp(fe->d_name, ".."))
+				continue;
+			it_fmt(p, sizeof(p), "%s/%s", sub, fe->d_name);
+			if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode) || strlen(fe->d_name) != 32 ||
+			    strncmp(fe->d_name, de->d_name, 2) != 0) {
+				u.strays++;
+				it_fmt(u.stray, sizeof(u.stray), "%s", p);
+				continue;
+			}
+			u.files++;
+			u.allocated += (uint64_t)st.st_blocks * 512;
+		}
+		closedir(sd);
+	}
+	closedir(d);
+	return u;
+}
+
+/* The allowance of the disk check: a file's allocated blocks hold its
+ * chunks' bytes rounded up to 4 KiB, exactly, plus what the filesystem
+ * adds for a sparse file's extent tree: at most one 4 KiB block per
+ * object file on ext4 (its holes need more extents than the inode holds),
+ * nothing on tmpfs. */
+#define DISK_SLACK_PER_FILE 4096u
+
+static uint64_t round4k(uint64_t n)
+{
+	return (n + 4095) & ~(uint64_t)4095;
+}
+
+/* The daemon's accounting against the disk: ssd.bytes_used is what the
+ * object files take, within the stated slack.  The daemon must be idle. */
+static void check_accounting(const char *when)
+{
+	struct disk_use u = disk_use();
+	long long used = stat_of("ssd.bytes_used");
+
+	cr_assert_eq(u.strays, 0, "%s: stray file under objects/: %s", when, u.stray);
+	cr_assert_geq(u.allocated, (uint64_t)used,
+		      "%s: the cache counts %lld bytes, the disk holds %" PRIu64 " (%u files)", when,
+		      used, u.allocated, u.files);
+	cr_assert_leq(u.allocated, (uint64_t)used + (uint64_t)u.files * DISK_SLACK_PER_FILE,
+		      "%s: the disk holds %" PRIu64 " bytes in %u files, the cache counts %lld", when,
+		      u.allocated, u.files, used);
+}
+
+/* With the daemon stopped: every file under objects/ is named by a record
+ * of the index, every record's file is there and long enough, and the
+ * records account for the files' blocks.  Returns the records. */
+static struct ix_list check_offline(const char *when)
+{
+	struct ix_list l = index_records();
+	struct disk_use u = disk_use();
+	uint64_t accounted = 0;
+	unsigned named = 0;
+
+	cr_assert_eq(u.strays, 0, "%s: stray file under objects/: %s", when, u.stray);
+	for (size_t i = 0; i < l.n; i++) {
+		char p[PATH_MAX];
+		struct stat st;
+		bool first = true;
+
+		it_fmt(p, sizeof(p), "%s/%s", cache_dir, l.v[i].file);
+		cr_assert_eq(stat(p, &st), 0, "%s: record %s#%" PRIu64 " has no file %s", when,
+			     l.v[i].key, l.v[i].index, p);
+		cr_assert_geq((uint64_t)st.st_size, l.v[i].index * CHUNK + l.v[i].data_len,
+			      "%s: %s is too short for chunk %" PRIu64, when, p, l.v[i].index);
+		accounted += round4k(l.v[i].data_len);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(l.v[k].file, l.v[i].file))
+				first = false;
+		named += first;
+	}
+	cr_assert_eq(named, u.files, "%s: %u object files on disk, %u named by the index (leak)",
+		     when, u.files, named);
+	cr_assert_geq(u.allocated, accounted, "%s: records account %" PRIu64 " bytes, files hold %" PRIu64,
+		      when, accounted, u.allocated);
+	cr_assert_leq(u.allocated, accounted + (uint64_t)u.files * DISK_SLACK_PER_FILE,
+		      "%s: files hold %" PRIu64 " bytes, records account %" PRIu64, when, u.allocated,
+		      accounted);
+	return l;
+}
+
+/* ---- the kill loop ----------------------------------------------------- */
+
+struct reader {
+	pthread_t th;
+	uint64_t rng;
+	const struct obj *o;
+	size_t n;
+	const char *dir;
+	atomic_bool *killed;
+	atomic_bool *stop;
+	uint64_t bytes_ok, reads_ok;
+	char fail[512];            /* the first wrong thing seen, or "" */
+};
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Read random ranges of random files and check every byte returned.  An
+ * error is wrong only before the kill; a wrong byte is wrong always. */
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	char *buf = malloc(6 * CHUNK);
+
+	while (!atomic_load(r->stop)) {
+		const struct obj *o = &r->o[rnd(&r->rng) % r->n];
+		uint64_t off = 0, len = o->size;
+		char p[PATH_MAX];
+		ssize_t got;
+		int64_t bad;
+		int fd;
+
+		if (rnd(&r->rng) % 2 && o->size > 1) {
+			off = rnd(&r->rng) % o->size;
+			len = 1 + rnd(&r->rng) % (o->size - off);
+		}
+		if (len > 6 * CHUNK)
+			len = 6 * CHUNK;
+		it_fmt(p, sizeof(p), "%s/%s", r->dir, o->key);
+		fd = open(p, O_RDONLY);
+		if (fd < 0) {
+			if (!atomic_load(r->killed))
+				snprintf(r->fail, sizeof(r->fail), "open %s: %s", o->key, strerror(errno));
+			break;
+		}
+		got = it_pread_full(fd, buf, len, (off_t)off);
+		int err = errno;
+		close(fd);
+		if (got > 0) {
+			bad = it_gen_mismatch(o->seed, off, buf, (size_t)got);
+			if (bad >= 0) {
+				snprintf(r->fail, sizeof(r->fail), "%s: wrong byte at %" PRIu64, o->key,
+					 off + (uint64_t)bad);
+				break;
+			}
+			r->bytes_ok += (uint64_t)got;
+		}
+		if (got == (ssize_t)len) {
+			r->reads_ok++;
+			continue;
+		}
+		if (!atomic_load(r->killed))
+			snprintf(r->fail, sizeof(r->fail), "read %s [%" PRIu64 ", +%" PRIu64 "): %zd (%s)",
+				 o->key, off, len, got, got < 0 ? strerror(err) : "short");
+		break;
+	}
+	free(buf);
+	return NULL;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? strtoull(s, NULL, 0) : dflt;
+}
+
+Test(crash, kill_loop_serves_exact_bytes_and_keeps_disk_and_index_in_step)
+{
+	uint64_t seed = env_u64("TIERFS_CRASH_SEED", (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16));
+	unsigned kills = (unsigned)env_u64("TIERFS_CRASH_KILLS", 20);
+	uint64_t rng = seed | 1, total, bytes = 0, reads = 0;
+	/* a RAM tier of 4 chunks and an SSD tier of 12 for 22 MiB: every
+	 * round evicts, punches and rewrites */
+	const char *base[] = { "--ram-size", "4M", "--ssd-size", "12M", NULL };
+	const char *dio[] = { "--ram-size", "4M", "--ssd-size", "12M", "--direct-io", NULL };
+	char when[64];
+
+	fprintf(stderr, "kill loop: seed %" PRIu64 " (TIERFS_CRASH_SEED=%" PRIu64 " repeats it), %u kills\n",
+		seed, seed, kills);
+	cr_log_info("kill loop seed %" PRIu64, seed);
+	total = upload_fixture(objs, NOBJ, "k");
+	for (unsigned i = 0; i < kills; i++) {
+		atomic_bool killed = false, stop = false;
+		struct reader rd[4];
+		double delay;
+
+		/* a restart after a kill: the daemon's count is the disk's */
+		mount_ok(base, NULL);
+		it_fmt(when, sizeof(when), "restart %u", i);
+		check_accounting(when);
+		cr_assert_eq(it_unmount(&mnt), 0, "clean unmount after restart %u: %s", i,
+			     it_mount_log(&mnt));
+		free(check_offline(when).v);
+
+		mount_ok(i % 2 ? dio : base, NULL);
+		for (size_t k = 0; k < 4; k++) {
+			rd[k] = (struct reader){ .rng = rnd(&rng) | 1, .o = objs, .n = NOBJ,
+						 .dir = mnt.dir, .killed = &killed, .stop = &stop };
+			cr_assert_eq(pthread_create(&rd[k].th, NULL, reader_main, &rd[k]), 0);
+		}
+		delay = 0.05 + (double)(rnd(&rng) % 1500) / 1000.0;
+		usleep((useconds_t)(delay * 1e6));
+		atomic_store(&killed, true);
+		kill_daemon();
+		atomic_store(&stop, true);
+		for (size_t k = 0; k < 4; k++) {
+			pthread_join(rd[k].th, NULL);
+			cr_assert_eq(rd[k].fail[0], '\0', "round %u (seed %" PRIu64 "): %s", i, seed,
+				     rd[k].fail);
+			bytes += rd[k].bytes_ok;
+			reads += rd[k].reads_ok;
+		}
+	}
+	/* the last restart: everything reads right, nothing was lost or leaked */
+	mount_ok(base, NULL);
+	check_accounting("last restart");
+	read_all_ok(objs, NOBJ);
+	ssd_settle();
+	check_accounting("after the last reads");
+	it_unmount_ok(&env, &mnt);
+	free(check_offline("the end").v);
+	cr_log_info("kill loop: %u kills, %" PRIu64 " reads (%" PRIu64 " MiB) checked over %" PRIu64 " MiB of objects",
+		    kills, reads, bytes >> 20, total >> 20);
+	fprintf(stderr, "kill loop: %u kills, %" PRIu64 " reads (%" PRIu64 " MiB) checked\n", kills,
+		reads, bytes >> 20);
+	cr_assert_gt(reads, kills, "the readers hardly read: the loop proves little");
+}
