@@ -207,6 +207,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 	uint64_t slots = cfg->ram_size / cfg->chunk_size;
 	unsigned queue = (unsigned)(slots / 4 < 1 ? 1 : slots / 4 > 64 ? 64 : slots / 4);
 	struct ssd_tier_config sc;
+	int rc;
 
 	*out = NULL;
 	if (!cfg->cache_dir)
@@ -229,7 +230,14 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.queue_max = queue,
 		.wipe = cfg->cache_wipe,
 	};
-	if (ssd_tier_open(&sc, out, err, sizeof(err)) != TFS_OK) {
+	rc = ssd_tier_open(&sc, out, err, sizeof(err));
+	if (rc == TFS_E_NOSPC) {
+		/* A full cache disk costs the cache, never the mount: the reads
+		 * go to the store until a restart finds room. */
+		log_warn("cache: %s; mounting without the SSD tier", err);
+		return 0;
+	}
+	if (rc != TFS_OK) {
 		fprintf(stderr, "tierfs: mount failed: cache: %s\n", err);
 		return -1;
 	}

@@ -727,3 +727,215 @@ Test(crash, corrupt_index_records_are_misses_or_dropped_never_wrong_bytes)
 	free(l.v);
 	free(rec);
 }
+
+/* ---- a full or failing cache disk ------------------------------------- */
+
+/* Mount a tmpfs with opts at a fresh directory and put the cache in it. */
+static void cache_on_tmpfs(const char *opts)
+{
+	char parent[PATH_MAX];
+
+	cr_assert_eq(it_mkdtemp(&env, "tmpfs", parent, sizeof(parent)), 0);
+	it_fmt(tmpfs_dir, sizeof(tmpfs_dir), "%s", parent);
+	cr_assert_eq(mount("tmpfs", tmpfs_dir, "tmpfs", 0, opts), 0, "mount tmpfs %s: %s", opts,
+		     strerror(errno));
+	it_fmt(cache_dir, sizeof(cache_dir), "%s/cache", tmpfs_dir);
+}
+
+static void tmpfs_release(void)
+{
+	cr_assert_eq(umount2(tmpfs_dir, 0), 0, "umount tmpfs: %s", strerror(errno));
+	tmpfs_dir[0] = '\0';
+}
+
+/* The daemon is alive and its mount answers. */
+static void daemon_alive(void)
+{
+	struct stat st;
+
+	cr_assert_gt(mnt.pid, 0);
+	cr_assert_eq(kill(mnt.pid, 0), 0, "the daemon died");
+	cr_assert_eq(stat(mnt.dir, &st), 0, "the mount does not answer: %s", strerror(errno));
+}
+
+/* Read everything twice, the second time from below RAM. */
+static void read_twice(const struct obj *o, size_t n)
+{
+	const char *evict_ram[] = { "evict", "--tier", "ram", "--all", mnt.dir, NULL };
+
+	read_all_ok(o, n);
+	ssd_settle();
+	cli_ok(evict_ram);
+	it_drop_caches();
+	read_all_ok(o, n);
+}
+
+Test(crash, cache_disk_full_of_bytes_keeps_its_margin_and_serves_exact_bytes)
+{
+	/* a 16 MiB disk under a tier told it may take 64 MiB, and keep 25% free */
+	const char *extra[] = { "--ram-size", "8M", "--ssd-size", "64M", "--ssd-min-free", "25", NULL };
+	struct statvfs sv;
+	uint64_t margin, avail, total;
+	char s[8192];
+
+	cache_on_tmpfs("size=16m,mode=0700");
+	total = upload_fixture(objs, NOBJ, "b");
+	mount_ok(extra, NULL);
+	read_twice(objs, NOBJ);
+	daemon_alive();
+	cr_assert_eq(statvfs(cache_dir, &sv), 0);
+	margin = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * 25;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
+	/* the margin is checked before each chunk is written; what may eat
+	 * into it is the index's own growth: at most 1 MiB here */
+	cr_expect_geq(avail + IT_MIB, margin, "%" PRIu64 " bytes free, the margin is %" PRIu64 ": %s",
+		      avail, margin, s);
+	cr_expect_gt(it_stats_get(s, "ssd.evictions") + it_stats_get(s, "ssd.dropped") +
+			     it_stats_get(s, "ssd.rejected"), 0,
+		     "%" PRIu64 " MiB through a 16 MiB disk and nothing had to give way: %s",
+		     total >> 20, s);
+	check_accounting("full disk");
+	cr_log_info("16 MiB disk, 25%% margin: %" PRIu64 " KiB free (margin %" PRIu64 " KiB); %s",
+		    avail >> 10, margin >> 10, s);
+	it_unmount_ok(&env, &mnt);
+	free(check_offline("full disk").v);
+	tmpfs_release();
+}
+
+Test(crash, cache_disk_out_of_inodes_serves_exact_bytes)
+{
+	/* room for the index's files and a few object files, not for all */
+	const char *extra[] = { "--ram-size", "8M", "--ssd-size", "64M", "--ssd-min-free", "0", NULL };
+	char s[8192];
+
+	cache_on_tmpfs("size=64m,nr_inodes=24,mode=0700");
+	upload_fixture(objs, NOBJ, "n");
+	mount_ok(extra, NULL);
+	read_twice(objs, NOBJ);
+	daemon_alive();
+	cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
+	cr_expect_gt(it_stats_get(s, "ssd.io_errors"), 0, "no write failed for want of inodes: %s", s);
+	cr_expect_lt(it_stats_get(s, "ssd.entries"), chunks_of(objs, NOBJ), "%s", s);
+	check_accounting("out of inodes");
+	cr_log_info("out of inodes: %s", s);
+	it_unmount_ok(&env, &mnt);
+	/* a restart on the same full disk: the index cannot even open (it
+	 * needs new files), and the mount goes on without the SSD tier */
+	mount_ok(extra, NULL);
+	read_all_ok(objs, NOBJ);
+	daemon_alive();
+	it_unmount_ok(&env, &mnt);
+	{
+		char *log = it_mount_log(&mnt);
+
+		cr_log_info("restart out of inodes: %s",
+			    strstr(log, "without the SSD tier") ? "without the SSD tier" : "with it");
+		free(log);
+	}
+	/* inodes for the offline check's own opening of the index */
+	cr_assert_eq(mount("tmpfs", tmpfs_dir, "tmpfs", MS_REMOUNT, "nr_inodes=1000"), 0,
+		     "remount: %s", strerror(errno));
+	free(check_offline("out of inodes").v);
+	tmpfs_release();
+}
+
+/* The environment of a daemon under tests/tools/iofault.c: the shim
+ * beside TIERFS_BIN, failing every `every`th call of ops with err. */
+struct iofault_env {
+	char preload[PATH_MAX], asan[1024], ops[64], every[64], err[64], log[PATH_MAX + 32];
+	const char *set[8];
+};
+
+static void iofault_env(struct iofault_env *f, const char *ops, unsigned every, const char *err,
+			const char *logpath)
+{
+	char bin[PATH_MAX];
+	const char *a = getenv("ASAN_OPTIONS");
+	char *slash;
+
+	it_fmt(bin, sizeof(bin), "%s", env.tierfs_bin);
+	slash = strrchr(bin, '/');
+	cr_assert_not_null(slash);
+	*slash = '\0';
+	it_fmt(f->preload, sizeof(f->preload), "LD_PRELOAD=%s/tests/libtierfs-iofault.so", bin);
+	cr_assert_eq(access(f->preload + strlen("LD_PRELOAD="), R_OK), 0, "%s: %s", f->preload,
+		     strerror(errno));
+	/* the shim comes before the sanitizer's runtime: let it */
+	it_fmt(f->asan, sizeof(f->asan), "ASAN_OPTIONS=%s%sverify_asan_link_order=0", a ? a : "",
+	       a && *a ? ":" : "");
+	it_fmt(f->ops, sizeof(f->ops), "TIERFS_IOFAULT_OPS=%s", ops);
+	it_fmt(f->every, sizeof(f->every), "TIERFS_IOFAULT_EVERY=%u", every);
+	it_fmt(f->err, sizeof(f->err), "TIERFS_IOFAULT_ERRNO=%s", err);
+	it_fmt(f->log, sizeof(f->log), "TIERFS_IOFAULT_LOG=%s", logpath);
+	f->set[0] = f->preload;
+	f->set[1] = f->asan;
+	f->set[2] = f->ops;
+	f->set[3] = f->every;
+	f->set[4] = f->err;
+	f->set[5] = f->log;
+	f->set[6] = NULL;
+}
+
+static unsigned count_lines(const char *path)
+{
+	size_t len = 0;
+	char *s = it_read_file(path, &len);
+	unsigned n = 0;
+
+	for (size_t i = 0; s && i < len; i++)
+		n += s[i] == '\n';
+	free(s);
+	return n;
+}
+
+/* A disk whose calls fail on a schedule: reads stay exact, the daemon
+ * stays up, each failure is counted, and after a restart without faults
+ * the cache is whole (nothing leaked, the accounting right). */
+static void failing_disk(const char *ops, unsigned every, const char *err)
+{
+	const char *extra[] = { "--ram-size", "8M", NULL };
+	struct iofault_env f;
+	char logpath[PATH_MAX], s[8192];
+	unsigned injected;
+
+	it_fmt(logpath, sizeof(logpath), "%s/iofault-%d.log", env.tmp, (int)getpid());
+	unlink(logpath);
+	/* a cache filled on a good disk, so reads meet the faults too */
+	mount_ok(extra, NULL);
+	read_all_ok(objs, NOBJ);
+	ssd_settle();
+	it_unmount_ok(&env, &mnt);
+	iofault_env(&f, ops, every, err, logpath);
+	mount_ok(extra, f.set);
+	read_twice(objs, NOBJ);
+	/* a third time, after the degraded tier's pause: it stores again */
+	sleep(1);
+	read_twice(objs, NOBJ);
+	daemon_alive();
+	cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
+	injected = count_lines(logpath);
+	cr_expect_gt(injected, 0, "the shim injected nothing: the test proves nothing");
+	cr_expect_gt(it_stats_get(s, "ssd.io_errors"), 0, "%u faults, none counted: %s", injected, s);
+	cr_expect_leq(it_stats_get(s, "ssd.io_errors"), injected, "%s", s);
+	cr_log_info("%s failing with %s every %u calls: %u injected; %s", ops, err, every, injected, s);
+	it_unmount_ok(&env, &mnt);
+	unlink(logpath);
+	free(check_offline("after a failing disk").v);
+	mount_ok(extra, NULL);
+	check_accounting("after a failing disk");
+	read_all_ok(objs, NOBJ);
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(crash, cache_disk_io_errors_are_counted_never_served)
+{
+	upload_fixture(objs, NOBJ, "e");
+	failing_disk("pread,pwrite,fsync", 3, "EIO");
+}
+
+Test(crash, cache_disk_enospc_on_writes_is_counted_never_served)
+{
+	upload_fixture(objs, NOBJ, "s");
+	failing_disk("pwrite", 2, "ENOSPC");
+}
