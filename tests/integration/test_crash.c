@@ -939,3 +939,185 @@ Test(crash, cache_disk_enospc_on_writes_is_counted_never_served)
 	upload_fixture(objs, NOBJ, "s");
 	failing_disk("pwrite", 2, "ENOSPC");
 }
+
+/* ---- memory and descriptors ------------------------------------------ */
+
+/* A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"), -1 if absent. */
+static long long proc_status_kib(pid_t pid, const char *field)
+{
+	char p[64], *s, *at;
+	long long v = -1;
+
+	it_fmt(p, sizeof(p), "/proc/%d/status", (int)pid);
+	s = it_read_file(p, NULL);
+	if (!s)
+		return -1;
+	at = strstr(s, field);
+	if (at && at[strlen(field)] == ':')
+		v = strtoll(at + strlen(field) + 1, NULL, 10);
+	free(s);
+	return v;
+}
+
+static unsigned count_fds(pid_t pid)
+{
+	char p[64];
+	DIR *d;
+	struct dirent *de;
+	unsigned n = 0;
+
+	it_fmt(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	d = opendir(p);
+	cr_assert_not_null(d, "%s: %s", p, strerror(errno));
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Does the daemon run under AddressSanitizer (its runtime mapped)? */
+static bool under_asan(pid_t pid)
+{
+	char p[64], *s;
+	bool yes;
+
+	it_fmt(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	s = it_read_file(p, NULL);
+	yes = s && strstr(s, "libasan");
+	free(s);
+	return yes;
+}
+
+struct stream_arg {
+	pthread_t th;
+	const struct obj *o;
+	size_t first, n, step;
+	char fail[256];
+};
+
+/* Read files first, first + step, ... whole, in 1 MiB reads, and check. */
+static void *stream_main(void *arg)
+{
+	struct stream_arg *a = arg;
+	char *buf = malloc(CHUNK);
+
+	for (size_t i = a->first; i < a->n && !a->fail[0]; i += a->step) {
+		const struct obj *o = &a->o[i];
+		char p[PATH_MAX];
+		int fd;
+
+		it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
+		fd = open(p, O_RDONLY);
+		if (fd < 0) {
+			snprintf(a->fail, sizeof(a->fail), "open %s: %s", o->key, strerror(errno));
+			break;
+		}
+		for (uint64_t off = 0; off < o->size; off += CHUNK) {
+			size_t len = o->size - off < CHUNK ? (size_t)(o->size - off) : CHUNK;
+			ssize_t r = it_pread_full(fd, buf, len, (off_t)off);
+			int64_t bad;
+
+			if (r != (ssize_t)len) {
+				snprintf(a->fail, sizeof(a->fail), "read %s at %" PRIu64 ": %zd", o->key, off, r);
+				break;
+			}
+			bad = it_gen_mismatch(o->seed, off, buf, len);
+			if (bad >= 0) {
+				snprintf(a->fail, sizeof(a->fail), "%s: wrong byte at %" PRIu64, o->key,
+					 off + (uint64_t)bad);
+				break;
+			}
+		}
+		close(fd);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Read files [0, n) with 4 readers; the daemon's largest RSS seen (KiB). */
+static long long stream_all(const struct obj *o, size_t n)
+{
+	struct stream_arg a[4];
+	bool joined[4] = { false };
+	long long peak = 0;
+	unsigned left = 4;
+
+	for (size_t k = 0; k < 4; k++) {
+		a[k] = (struct stream_arg){ .o = o, .first = k, .n = n, .step = 4 };
+		cr_assert_eq(pthread_create(&a[k].th, NULL, stream_main, &a[k]), 0);
+	}
+	while (left) {
+		long long rss = proc_status_kib(mnt.pid, "VmRSS");
+
+		if (rss > peak)
+			peak = rss;
+		usleep(50000);
+		for (size_t k = 0; k < 4; k++)
+			if (!joined[k] && pthread_tryjoin_np(a[k].th, NULL) == 0) {
+				joined[k] = true;
+				left--;
+			}
+	}
+	for (size_t k = 0; k < 4; k++)
+		cr_assert_eq(a[k].fail[0], '\0', "%s", a[k].fail);
+	return peak;
+}
+
+#define MEM_FILE (8 * IT_MIB)
+#define MEM_RAM_MIB 64
+
+Test(crash, rss_stays_within_the_ram_tier_and_descriptors_stay_flat)
+{
+	uint64_t mib = env_u64("TIERFS_CRASH_MEM_MIB", 512);
+	size_t n = (size_t)(mib * IT_MIB / MEM_FILE);
+	struct obj *o = calloc(n, sizeof(*o));
+	struct it_obj *up = calloc(n, sizeof(*up));
+	const char *extra[] = { "--ram-size", "64M", "--ssd-size", "128M", NULL };
+	const char *evict_ram[] = { "evict", "--tier", "ram", "--all", mnt.dir, NULL };
+	long long peak, hwm, allowance_kib;
+	unsigned fds[5];
+	bool asan;
+
+	cr_assert_geq(n, 8, "TIERFS_CRASH_MEM_MIB below 64");
+	for (size_t i = 0; i < n; i++) {
+		it_fmt(o[i].key, sizeof(o[i].key), "m/f%03zu.bin", i);
+		o[i].seed = 0x3e3e0000u + i;
+		o[i].size = MEM_FILE;
+		up[i] = (struct it_obj){ o[i].key, o[i].seed, o[i].size };
+	}
+	cr_assert_eq(it_put_many(&bucket, up, n, 4), 0, "upload");
+	mount_ok(extra, NULL);
+	asan = under_asan(mnt.pid);
+	/* The stated overhead above --ram-size: the index (RocksDB's write
+	 * buffer and caches), the SSD writer's buffers, the threads' stacks,
+	 * TLS and HTTP state, and read-ahead kept beside the tier: 160 MiB.
+	 * Under AddressSanitizer every allocation costs its shadow and freed
+	 * memory waits in quarantine: 2x the tier plus 512 MiB. */
+	allowance_kib = asan ? (2 * MEM_RAM_MIB + 512) * 1024LL : (MEM_RAM_MIB + 160) * 1024LL;
+	peak = stream_all(o, n);
+	hwm = proc_status_kib(mnt.pid, "VmHWM");
+	cr_log_info("%" PRIu64 " MiB through a %d MiB RAM tier%s: RSS peak %lld MiB sampled, %lld MiB VmHWM, allowance %lld MiB",
+		    mib, MEM_RAM_MIB, asan ? " (ASan)" : "", peak >> 10, hwm >> 10, allowance_kib >> 10);
+	fprintf(stderr, "memory: %" PRIu64 " MiB through a %d MiB RAM tier%s: VmHWM %lld MiB, allowance %lld MiB\n",
+		mib, MEM_RAM_MIB, asan ? " (ASan)" : "", hwm >> 10, allowance_kib >> 10);
+	cr_expect_gt(hwm, 0);
+	cr_expect_leq(hwm, allowance_kib, "the daemon's RSS reached %lld MiB", hwm >> 10);
+
+	/* descriptors over epochs of the first 16 files, from SSD and store */
+	ssd_settle();
+	for (int e = 0; e < 5; e++) {
+		cli_ok(evict_ram);
+		it_drop_caches();
+		stream_all(o, 16);
+		ssd_settle();
+		fds[e] = count_fds(mnt.pid);
+	}
+	fprintf(stderr, "descriptors after 5 epochs: %u %u %u %u %u\n", fds[0], fds[1], fds[2], fds[3],
+		fds[4]);
+	for (int e = 1; e < 5; e++)
+		cr_expect_leq(fds[e], fds[0] + 4, "descriptors grew from %u to %u by epoch %d", fds[0],
+			      fds[e], e + 1);
+	it_unmount_ok(&env, &mnt);
+	free(o);
+	free(up);
+}
