@@ -186,24 +186,13 @@ static void ssd_settle(void)
 	cr_assert_fail("the SSD writer never settled");
 }
 
-/* Read all of o (one pread loop) and compare; fails the test. */
+/* Read all of o through the mount and compare; fails the test. */
 static void read_ok(const struct obj *o)
 {
 	char p[PATH_MAX];
-	char *buf = malloc(o->size + 1);
-	int fd;
-	ssize_t r;
-	int64_t bad;
 
 	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
-	fd = open(p, O_RDONLY);
-	cr_assert_geq(fd, 0, "open %s: %s", o->key, strerror(errno));
-	r = it_pread_full(fd, buf, o->size + 1, 0);
-	cr_assert_eq(r, (ssize_t)o->size, "read %s: %zd (%s)", o->key, r, r < 0 ? strerror(errno) : "");
-	bad = it_gen_mismatch(o->seed, 0, buf, o->size);
-	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
-	free(buf);
-	close(fd);
+	it_read_ok(p, o->seed, o->size);
 }
 
 static void read_all_ok(const struct obj *o, size_t n)
