@@ -66,7 +66,7 @@ BUCKET=tfs-soak-$$-$(date +%s)
 # One job writes the files here, the same job reading verifies them over
 # the mount (each 64 KiB block carries its offset and crc32c).
 FIO_JOB=(--name=soak --bs=64k --size="${FILE_MIB}M" --numjobs="$NFILES" --randrepeat=1
-	--verify=crc32c --ioengine=psync --group_reporting=1)
+	--verify=crc32c --verify_state_save=0 --ioengine=psync --group_reporting=1)
 fio "${FIO_JOB[@]}" --rw=randwrite --directory="$WORK/data" --do_verify=0 >"$WORK/fio-write.log"
 for f in "$WORK"/data/*; do
 	"${S3UTIL[@]}" put "$BUCKET" "$(basename "$f")" "$f" >/dev/null
