@@ -411,7 +411,7 @@ static int cmd_mount(int argc, char **argv)
 	 * buffer comes from the heap, whose freed middle it keeps: reading
 	 * 512 MiB through a 64 MiB RAM tier of 1 MiB chunks reached an RSS of
 	 * 306 MiB.  A fixed threshold keeps each buffer its own mapping,
-	 * returned when freed (104 MiB).  Before any thread exists. */
+	 * returned when freed (102 MiB).  Before any thread exists. */
 	(void)mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	/* blocked before any thread exists, so only the stats thread gets it */
 	{
