@@ -9,7 +9,7 @@
 # The data: NFILES files of FILE_MIB MiB (8 x 16 MiB, more than both
 # tiers) written locally by fio with a crc32c header in every 64 KiB
 # block, uploaded, and mounted through tierfs-faultproxy (503 SlowDown
-# above 12 requests/s, and 503, reset and reset-before-reply rules
+# above 25 requests/s, and 503, reset and reset-before-reply rules
 # re-armed every 2 s) with --ram-size 32M --ssd-size 64M --chunk-size 1M.
 # Each pass drops the page cache and runs fio --verify_only over the
 # mount (a job per file, random order).  After each pass the daemon's RSS
@@ -74,9 +74,9 @@ done
 DATA_MIB=$((NFILES * FILE_MIB))
 rm -rf "$WORK/data"
 
-# The proxy: 503 SlowDown above 12 requests/s, and rules re-armed below.
+# The proxy: 503 SlowDown above 25 requests/s, and rules re-armed below.
 build/tests/tierfs-faultproxy --listen 127.0.0.1:0 --port-file "$WORK/proxy.port" \
-	--upstream "${S3_ENDPOINT#http://}" --req-rate 12 >"$WORK/proxy.log" 2>&1 &
+	--upstream "${S3_ENDPOINT#http://}" --req-rate 25 >"$WORK/proxy.log" 2>&1 &
 proxy_pid=$!
 for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
 PROXY=http://127.0.0.1:$(cat "$WORK/proxy.port")
