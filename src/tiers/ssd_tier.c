@@ -686,12 +686,15 @@ static void entry_destroy(struct ssd_tier *t, struct ssd_entry *e)
 	pthread_mutex_lock(&t->lock);
 	last = e->obj->entries == 0 && e->obj->holds == 0;
 	pthread_mutex_unlock(&t->lock);
+	/* The record goes before the bytes, as a write puts the bytes before
+	 * the record: a process killed in between leaves bytes without a
+	 * record, which the next open punches out (or deletes with the file),
+	 * never a record over a hole, which it would count as stored.  A
+	 * failed delete leaves such a record: a checksum miss when read. */
+	(void)cache_index_chunk_del(t->ix, &id);
 	/* A held object's file stays whole: its last chunk is punched out
 	 * only when an eviction asked for while it was held comes after. */
 	punch(t, e, last);
-	/* A failure leaves a record whose bytes are gone: a checksum miss,
-	 * or dropped at the next open. */
-	(void)cache_index_chunk_del(t->ix, &id);
 	entry_free(t, e);
 }
 
@@ -1500,24 +1503,64 @@ static int reconcile_record(void *ctx, const struct chunk_id *id, const struct c
 	return 0;
 }
 
+/* Drop the entries of object o whose bytes have a hole in its file fd:
+ * a record over a hole would be counted as stored though its bytes are
+ * gone (a cache written by a version that punched before it deleted the
+ * record, or a power loss).  Its object file goes with its last entry. */
+static void reconcile_holes(struct ssd_tier *t, struct reconcile *r, const struct found *f,
+			    struct ssd_obj *o, int fd)
+{
+	uint64_t nchunks = (f->size + t->chunk_size - 1) / t->chunk_size;
+	char name[NAME_BUF];
+
+	for (uint64_t i = 0; i < nchunks; i++) {
+		struct chunk_id id = { o->key, o->etag, i };
+		struct ssd_entry *e;
+		uint64_t hi, lo, off = i * t->chunk_size;
+		off_t h;
+
+		id_hash(&id, &hi, &lo);
+		e = table_find(t, &id, hi, lo);
+		if (!e)
+			continue;
+		h = lseek(fd, (off_t)off, SEEK_HOLE);
+		if (h < 0 || (uint64_t)h >= off + e->data_len)
+			continue;
+		table_remove(t, e);
+		cache_index_batch_chunk_del(r->b, &id);
+		batch_maybe_commit(t, r->b);
+		r->dropped_records++;
+		o->refs--;
+		free(e);
+	}
+	if (o->entries == 0) {
+		obj_name(name, f->hi, f->lo);
+		if (unlinkat(t->objects_fd, name, 0) == 0)
+			r->orphans++;
+		obj_maybe_free(t, o);
+	}
+}
+
 /* An object file with records: space its records do not account for is
  * what a writer killed between its write and its record left behind.
  * When the file's allocated bytes say there is some, punch out the range
- * of every chunk that has no entry. */
+ * of every chunk that has no entry.  When they then say there is less
+ * than the records count, drop the records over holes. */
 static void reconcile_punch(struct ssd_tier *t, struct reconcile *r, const struct found *f)
 {
 	uint64_t nchunks = (f->size + t->chunk_size - 1) / t->chunk_size;
 	struct ssd_obj *o = obj_find(t, f->hi, f->lo);
 	char name[NAME_BUF];
+	struct stat st;
 	int fd;
 
-	if (!o || f->allocated <= o->bytes)
+	if (!o || f->allocated == o->bytes)
 		return;
 	obj_name(name, f->hi, f->lo);
 	fd = openat(t->objects_fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	for (uint64_t i = 0; i < nchunks; i++) {
+	for (uint64_t i = 0; f->allocated > o->bytes && i < nchunks; i++) {
 		struct chunk_id id = { o->key, o->etag, i };
 		uint64_t hi, lo;
 
@@ -1527,6 +1570,8 @@ static void reconcile_punch(struct ssd_tier *t, struct reconcile *r, const struc
 			      (off_t)(i * t->chunk_size), (off_t)t->chunk_size) == 0)
 			r->punched++;
 	}
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_blocks * 512 < o->bytes)
+		reconcile_holes(t, r, f, o, fd);
 	close(fd);
 }
 
@@ -1608,7 +1653,7 @@ static int reconcile(struct ssd_tier *t, char *err, size_t errlen)
 		goto out;
 	(void)make_room(t, 0, NULL, NULL, NULL);
 	assert(table_check(t));   /* the bounds may have shrunk since last time */
-	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %llu ms: %zu records, %zu dropped (no file), %zu files without records and %zu bad deleted, %zu leftover chunk ranges punched, %" PRIu64 " evicted to fit the bounds",
+	log_info("ssd tier %s: %" PRIu64 " chunks (%" PRIu64 " MiB) ready in %llu ms: %zu records, %zu dropped (no file or bytes), %zu files without records and %zu bad deleted, %zu leftover chunk ranges punched, %" PRIu64 " evicted to fit the bounds",
 		 t->dir, t->entries, t->bytes_used >> 20,
 		 (unsigned long long)((clock_mono_us() - t0) / 1000), r.records, r.dropped_records,
 		 r.orphans, r.bad, r.punched, (uint64_t)atomic_load(&t->evictions) - ev0);
@@ -1842,7 +1887,22 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	pthread_mutex_lock(&t->lock);
 	evict_policy_access(t->policy, lo);
 	e = table_find(t, id, hi, lo);
-	if (!e || e->state != ENTRY_STORED || e->data_len != expect_len) {
+	if (e && e->state == ENTRY_STORED && e->data_len != expect_len) {
+		/* The object's version fixes its chunks' lengths: a record of
+		 * another length is damaged, and kept it would never serve a read
+		 * nor let the chunk be stored again.  Dropped, like bad bytes. */
+		dlen = e->data_len;
+		table_remove(t, e);
+		e->dnext = t->doomed;
+		t->doomed = e;
+		pthread_cond_signal(&t->work_cond);
+		pthread_mutex_unlock(&t->lock);
+		STAT_ADD(t, checksum_failures, 1);
+		log_debug("ssd tier: stored chunk %s#%" PRIu64 " has length %" PRIu64 ", not %zu; dropped",
+			  id->key, id->index, dlen, expect_len);
+		goto miss;
+	}
+	if (!e || e->state != ENTRY_STORED) {
 		pthread_mutex_unlock(&t->lock);
 		goto miss;
 	}

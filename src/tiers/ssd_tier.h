@@ -28,9 +28,11 @@
  * cache's filesystem keeps >= min_free_pct percent free, each exceeded by
  * at most the batch being written.
  *
- * At open, records whose file is missing are dropped, files without
- * records are deleted, and space a killed writer left in a file without
- * a record is punched out.  A cache of another format (the chunk files
+ * At open, records whose file is missing or whose bytes are a hole are
+ * dropped, files without records are deleted, and space a killed writer
+ * left in a file without a record is punched out (a record is written
+ * after its bytes and deleted before them, so a kill leaves only the
+ * latter).  A cache of another format (the chunk files
  * of format 1) is refused, or wiped with cfg->wipe.
  *
  * All functions are thread-safe.

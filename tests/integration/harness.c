@@ -41,7 +41,7 @@ struct tracked {
 	char path[PATH_MAX];       /* mountpoint, directory or file */
 };
 
-#define TRACK_MAX 64
+#define TRACK_MAX 256   /* the kill loop mounts 40+ times in one test */
 static struct tracked tracked[TRACK_MAX];
 static char tierfs_bin_saved[PATH_MAX];
 static unsigned name_counter;
@@ -185,6 +185,24 @@ ssize_t it_pread_full(int fd, void *buf, size_t len, off_t off)
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
+}
+
+void it_read_ok(const char *path, uint64_t seed, uint64_t size)
+{
+	char *buf = malloc(size + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+	int64_t bad;
+
+	cr_assert_not_null(buf);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	r = it_pread_full(fd, buf, size + 1, 0);
+	cr_assert_eq(r, (ssize_t)size, "read %s: %zd of %llu bytes (%s)", path, r,
+		     (unsigned long long)size, r < 0 ? strerror(errno) : "");
+	bad = it_gen_mismatch(seed, 0, buf, size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", path, (long long)bad);
+	free(buf);
+	close(fd);
 }
 
 int it_dead_port(int *fd_out)

@@ -260,6 +260,11 @@ char *it_read_file(const char *path, size_t *len);
  * most len bytes.  Bytes read, or -1 with errno set. */
 ssize_t it_pread_full(int fd, void *buf, size_t len, off_t off);
 
+/* Read all of path (one pread loop) and compare it with size bytes of the
+ * stream for seed: fails the current test on an error, another size or a
+ * wrong byte (naming its offset). */
+void it_read_ok(const char *path, uint64_t seed, uint64_t size);
+
 /* A TCP port on 127.0.0.1 that refuses connections (bound, not
  * listening; close *fd_out to release). */
 int it_dead_port(int *fd_out);

@@ -445,6 +445,45 @@ Test(ssd_tier, missing_file_record_dropped_at_open)
 	ssd_tier_close(t);
 }
 
+/* A record over a hole (its bytes punched out, its record kept: a writer
+ * killed between the two, or a power loss) is dropped at open, not
+ * counted as stored; the object's other chunks stay, and an object left
+ * with none loses its file. */
+Test(ssd_tier, record_over_a_hole_dropped_at_open)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id a0 = { "obj-a", "e", 0 }, a1 = { "obj-a", "e", 1 }, b = { "obj-b", "e", 0 };
+	char pa[512], pb[512];
+	off_t off;
+	int fd;
+
+	cr_assert(store(t, &a0, CS));
+	cr_assert(store(t, &a1, 5000));
+	cr_assert(store(t, &b, 100));
+	ssd_tier_close(t);
+	off = chunk_path(&a1, pa, sizeof(pa));
+	fd = open(pa, O_WRONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, 8192), 0);
+	close(fd);
+	chunk_path(&b, pb, sizeof(pb));
+	fd = open(pb, O_WRONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0);
+	close(fd);
+
+	t = tier_open(&cfg);
+	cr_assert_eq(stats(t).entries, 1);
+	cr_assert_eq(stats(t).bytes_used, FILE_BYTES(CS));
+	cr_assert_eq(allocated_bytes(cdir), FILE_BYTES(CS), "the files hold what is counted");
+	cr_assert(read_ok(t, &a0, CS));
+	cr_assert_not(read_ok(t, &a1, 5000));
+	cr_assert_not(read_ok(t, &b, 100));
+	cr_assert_eq(access(pb, F_OK), -1, "an object with no chunk left keeps its file");
+	ssd_tier_close(t);
+}
+
 static void copy_file(const char *from, const char *to)
 {
 	char buf[8192];
