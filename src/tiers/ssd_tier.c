@@ -428,6 +428,16 @@ static void table_grow(struct ssd_tier *t)
 	t->n_buckets = n;
 }
 
+/* The policy weighs an entry by its 4 KiB blocks on disk, and the tier
+ * by the blocks its bound holds: W-TinyLFU's window and protected
+ * segments are shares of the bytes, whatever the chunk sizes. */
+#define POLICY_WEIGHT_UNIT 4096u
+
+static void policy_insert(struct ssd_tier *t, const struct ssd_entry *e)
+{
+	evict_policy_insert_weighted(t->policy, e->lo, e->bytes / POLICY_WEIGHT_UNIT);
+}
+
 /* Is e out of eviction's reach (pinned, or its object held)? */
 static bool entry_kept(const struct ssd_entry *e)
 {
@@ -448,7 +458,7 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 		t->bytes_used += e->bytes;
 		e->obj->bytes += e->bytes;
 		if (t->policy && !e->pinned)
-			evict_policy_insert(t->policy, e->lo);
+			policy_insert(t, e);
 	}
 	table_grow(t);
 }
@@ -534,18 +544,18 @@ static bool held(void *ctx, uint64_t lo)
  * forgotten.  With a plan, a victim the plan does not read later comes
  * first if the policy has one (Belady's rule: what is needed furthest
  * ahead goes first, and what is not needed again is furthest). */
-static struct ssd_entry *victim_choose(struct ssd_tier *t)
+static struct ssd_entry *victim_choose(struct ssd_tier *t, uint64_t incoming)
 {
 	uint64_t v;
 
-	while (t->plans && evict_policy_victim(t->policy, needed_soon, t, &v)) {
+	while (t->plans && evict_policy_victim_for(t->policy, incoming, needed_soon, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
 			return e;
 		evict_policy_remove(t->policy, v);
 	}
-	while (evict_policy_victim(t->policy, held, t, &v)) {
+	while (evict_policy_victim_for(t->policy, incoming, held, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
@@ -756,12 +766,15 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 			*rejected = true;
 			return false;
 		}
-		v = n < EVICT_PASS_MAX ? victim_choose(t) : NULL;
+		v = n < EVICT_PASS_MAX ? victim_choose(t, need / POLICY_WEIGHT_UNIT) : NULL;
 		if (!v) {
 			pthread_mutex_unlock(&t->lock);
 			return false;
 		}
-		if (n == 0 && candidate && !evict_policy_admit(t->policy, *candidate, v->lo)) {
+		/* asked for every victim: one that makes room for a chunk
+		 * heavier than W-TinyLFU's window is the candidate's own duel */
+		if (candidate &&
+		    !evict_policy_admit_for(t->policy, *candidate, need / POLICY_WEIGHT_UNIT, v->lo)) {
 			pthread_mutex_unlock(&t->lock);
 			*rejected = true;
 			return false;
@@ -1557,9 +1570,10 @@ static int policy_load(struct ssd_tier *t)
 	t->policy = evict_policy_new(t->policy_kind, (size_t)keys);
 	if (!t->policy)
 		return TFS_E_NOMEM;
+	evict_policy_set_weight_capacity(t->policy, bytes / POLICY_WEIGHT_UNIT);
 	for (size_t i = 0; i < t->n_buckets; i++)
 		for (struct ssd_entry *e = t->buckets[i]; e; e = e->hnext) {
-			evict_policy_insert(t->policy, e->lo);
+			policy_insert(t, e);
 			evict_policy_stat_set(t->policy, e->lo, e->policy_stat);
 		}
 	return TFS_OK;
@@ -2233,10 +2247,10 @@ static bool entry_pin(struct ssd_tier *t, struct ssd_entry *e, bool on)
 		struct ssd_entry *v;
 
 		if (evict_policy_size(t->policy) >= evict_policy_capacity(t->policy) &&
-		    (v = victim_choose(t)))
+		    (v = victim_choose(t, e->bytes / POLICY_WEIGHT_UNIT)))
 			entry_doom(t, v);
 		e->pinned = false;
-		evict_policy_insert(t->policy, e->lo);
+		policy_insert(t, e);
 	}
 	return true;
 }
