@@ -102,6 +102,7 @@ struct ssd_entry {
 	uint32_t hits;
 	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
 	uint32_t nblocks;
+	uint32_t ahead_epoch;        /* fetched ahead of its reader in this tier epoch, unread; 0 none */
 	bool touched;                /* access stats changed since loaded */
 	bool pinned;                 /* an operator pinned it: kept out of the policy */
 	enum entry_state state;
@@ -137,6 +138,8 @@ struct ssd_tier {
 	size_t n_obuckets, n_objs;
 	uint64_t entries, bytes_used;
 	uint64_t reserved;           /* bytes of the batch being written, not yet STORED */
+	uint64_t q_bytes;            /* bytes of the stores queued (job_done drops them) */
+	uint32_t epoch;              /* ssd_tier_new_epoch(): what an ahead mark belongs to */
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
@@ -524,16 +527,18 @@ static bool needed_soon(void *ctx, uint64_t lo)
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && (e->obj->holds > 0 ||
+	return e && (e->obj->holds > 0 || e->ahead_epoch == t->epoch ||
 		     (t->plans && plan_slot_future(t->plans, e->key, false) == PLAN_SOON));
 }
 
+/* Held, or fetched ahead this epoch and not read yet: evicting that would
+ * fetch it twice (the whole point of fetching it was its reader). */
 static bool held(void *ctx, uint64_t lo)
 {
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && e->obj->holds > 0;
+	return e && (e->obj->holds > 0 || e->ahead_epoch == t->epoch);
 }
 
 /* The eviction policy's victim (lock held), or NULL when it has none.
@@ -1083,6 +1088,7 @@ static void job_done(struct ssd_tier *t, struct job *j)
 	if (j->kind == JOB_STORE) {
 		pthread_mutex_lock(&t->lock);
 		t->q_stores--;
+		t->q_bytes -= bytes_of(j->len);
 		pthread_cond_broadcast(&t->done_cond);   /* room in the queue */
 		pthread_mutex_unlock(&t->lock);
 	}
@@ -1696,6 +1702,7 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->dir_fd = t->objects_fd = -1;
 	t->chunk_size = cfg->chunk_size;
 	t->capacity = cfg->capacity;
+	t->epoch = 1;
 	t->min_free_pct = cfg->min_free_pct;
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
@@ -1869,6 +1876,7 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	 * so the stats of a failed read do not outlive it. */
 	if (e->hits < UINT32_MAX)
 		e->hits++;
+	e->ahead_epoch = 0;   /* its reader came */
 	e->last_access = clock_wall_coarse_s();
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
@@ -2092,7 +2100,7 @@ static void queue_push(struct ssd_tier *t, struct job *j)
 }
 
 static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		  ssd_tier_release_fn release, void *arg, bool force, bool wait)
+		  ssd_tier_release_fn release, void *arg, bool force, bool wait, bool ahead)
 {
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
@@ -2133,8 +2141,11 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		goto refuse;
 	}
 	e->obj->refs++;
+	if (ahead)
+		e->ahead_epoch = t->epoch;
 	table_insert(t, e);
 	t->q_stores++;
+	t->q_bytes += bytes_of(len);
 	queue_push(t, j);
 	pthread_mutex_unlock(&t->lock);
 	return true;
@@ -2150,19 +2161,43 @@ refuse:
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, false);
+	return store(t, id, data, len, release, arg, false, false, false);
 }
 
 bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			 size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, true);
+	return store(t, id, data, len, release, arg, false, true, false);
 }
 
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, true, true);
+	return store(t, id, data, len, release, arg, true, true, false);
+}
+
+bool ssd_tier_store_ahead(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			  size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, true, true, true);
+}
+
+bool ssd_tier_ahead_room(struct ssd_tier *t, uint64_t len)
+{
+	uint64_t room = ssd_tier_room(t), taken;
+
+	pthread_mutex_lock(&t->lock);
+	taken = t->bytes_used + t->reserved + t->q_bytes;
+	pthread_mutex_unlock(&t->lock);
+	return taken + bytes_of(len) <= room;
+}
+
+void ssd_tier_new_epoch(struct ssd_tier *t)
+{
+	pthread_mutex_lock(&t->lock);
+	if (++t->epoch == 0)
+		t->epoch = 1;   /* 0 is "no mark" */
+	pthread_mutex_unlock(&t->lock);
 }
 
 void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans)
