@@ -140,6 +140,7 @@ struct ssd_tier {
 	uint64_t reserved;           /* bytes of the batch being written, not yet STORED */
 	uint64_t q_bytes;            /* bytes of the stores queued (job_done drops them) */
 	uint32_t epoch;              /* ssd_tier_new_epoch(): what an ahead mark belongs to */
+	uint64_t ahead_bytes;        /* of the entries marked in this epoch */
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
@@ -166,6 +167,7 @@ struct ssd_tier {
 	unsigned char *sbuf;
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
+	_Atomic uint64_t ahead_evicted;
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
@@ -441,6 +443,18 @@ static void policy_insert(struct ssd_tier *t, const struct ssd_entry *e)
 	evict_policy_insert_weighted(t->policy, e->lo, e->bytes / POLICY_WEIGHT_UNIT);
 }
 
+/* e's mark of a fetch ahead goes (lock held): its reader came, or (gone)
+ * it left the table unread. */
+static void ahead_clear(struct ssd_tier *t, struct ssd_entry *e, bool gone)
+{
+	if (e->ahead_epoch != 0 && e->ahead_epoch == t->epoch) {
+		t->ahead_bytes -= e->bytes;
+		if (gone)
+			STAT_ADD(t, ahead_evicted, e->bytes);
+	}
+	e->ahead_epoch = 0;
+}
+
 /* Is e out of eviction's reach (pinned, or its object held)? */
 static bool entry_kept(const struct ssd_entry *e)
 {
@@ -479,6 +493,7 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 	*pp = e->hnext;
 	e->hnext = NULL;
 	t->n_table--;
+	ahead_clear(t, e, true);
 	assert(e->obj->entries > 0);
 	e->obj->entries--;
 	if (e->state == ENTRY_STORED) {
@@ -1876,7 +1891,7 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	 * so the stats of a failed read do not outlive it. */
 	if (e->hits < UINT32_MAX)
 		e->hits++;
-	e->ahead_epoch = 0;   /* its reader came */
+	ahead_clear(t, e, false);   /* its reader came */
 	e->last_access = clock_wall_coarse_s();
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
@@ -2141,8 +2156,10 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		goto refuse;
 	}
 	e->obj->refs++;
-	if (ahead)
+	if (ahead) {
 		e->ahead_epoch = t->epoch;
+		t->ahead_bytes += e->bytes;
+	}
 	table_insert(t, e);
 	t->q_stores++;
 	t->q_bytes += bytes_of(len);
@@ -2197,6 +2214,7 @@ void ssd_tier_new_epoch(struct ssd_tier *t)
 	pthread_mutex_lock(&t->lock);
 	if (++t->epoch == 0)
 		t->epoch = 1;   /* 0 is "no mark" */
+	t->ahead_bytes = 0;   /* the marks made so far are void */
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -2456,8 +2474,11 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->dropped = atomic_load(&t->dropped);
 	out->rejected = atomic_load(&t->rejected);
 	out->degraded = atomic_load(&t->degraded);
+	out->ahead_evicted = atomic_load(&t->ahead_evicted);
 	out->capacity = t->capacity;
 	pthread_mutex_lock(&t->lock);
+	out->queued = t->q_stores;
+	out->ahead_bytes = t->ahead_bytes;
 	out->entries = t->entries;
 	out->bytes_used = t->bytes_used;
 	pthread_mutex_unlock(&t->lock);
