@@ -1,10 +1,13 @@
 /* tinylfu.c - W-TinyLFU: a small LRU window, a segmented-LRU main, a sketch deciding between them.
  *
  * Invariants: every resident node is on exactly one of the window,
- * probation or protected lists and tagged so; window.len <= window_cap
- * (1% of capacity at first, then adaptive within [window_min, 80%]);
- * protected.len <= protected_cap (80% of the rest); probation holds
- * whatever else is resident.
+ * probation or protected lists and tagged so; the window's weight <=
+ * window_cap (1% of the weight capacity at first, then adaptive within
+ * [window_min, 80%]); protected's weight <= protected_cap (80% of the
+ * rest) unless it holds a single key; probation holds whatever else is
+ * resident.  Unweighted (every weight 1, the weight capacity the key
+ * capacity) weights are key counts.  A key heavier than the window never
+ * enters it (tlfu_insert).
  *
  * Which variant, and why.  Plain TinyLFU in front of an SLRU rejects
  * every key until the sketch has seen it more often than the victim, so
@@ -192,11 +195,15 @@ static bool ghost_take(struct evict_policy *p, uint64_t *ghosts, uint64_t key)
 }
 
 /* Set the window's share to cap (weight): main's segments follow, and
- * what no longer fits the window or protected moves to probation.  What
- * a shrinking window hands to main goes to probation's cold end: it won
- * no duel, and main, now over its share, evicts it next instead of the
- * keys that did (at its head, a shrink displaced main's own keys through
- * the evictions without a duel that bring main back to its share). */
+ * what no longer fits the window or protected moves to probation.  In a
+ * weighted policy what a shrinking window hands to main goes to
+ * probation's cold end: it won no duel, and main, now over its share,
+ * evicts it next instead of the keys that did (at its head, a shrink
+ * displaced main's own keys through the evictions without a duel that
+ * bring main back to its share; mixed sizes, N = 4 x C: 0.809 -> 0.782
+ * of the dataset missed in the second epoch).  Unweighted it goes to the
+ * head, as measured for the simulator's table (at the tail, the shifting
+ * hot set at C/N = 0.5 fell from 88.9% to 86.3%). */
 static void resize_window(struct evict_policy *p, uint64_t cap)
 {
 	struct evict_tinylfu *t = &p->u.tlfu;
@@ -206,6 +213,10 @@ static void resize_window(struct evict_policy *p, uint64_t cap)
 	while (t->window.weight > t->window_cap) {
 		uint32_t n = t->window.tail;
 
+		if (p->wcap == p->capacity) {
+			move_to(p, n, EVICT_TAG_PROBATION);
+			continue;
+		}
 		evict_list_unlink(p->nodes, &t->window, n);
 		p->nodes[n].tag = EVICT_TAG_PROBATION;
 		evict_list_push_tail(p->nodes, &t->probation, n);
