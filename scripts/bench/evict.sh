@@ -3,31 +3,33 @@
 # the simulator's (tierfs-sim, the very policy code the daemon runs) and
 # the daemon's own (a real mount against a local radosgw).
 #
-#   bash scripts/bench/evict.sh [TOTAL_MIB (2048)] [EPOCHS (4)]
+#   bash scripts/bench/evict.sh [FILES (64)] [FILE_MIB (4)] [RAM_MIB (16)] [SSD_MIB (128)] [EPOCHS (4)]
 #
 # Simulator: every generator at 10,000 items, 5 epochs (the first one not
 #   counted), cache sizes C/N = 0.25 and 0.5.  Targets: the default policy
 #   (tinylfu) >= 95% of Belady's OPT on epoch-seq and epoch-shuffled; on
 #   zipf (alpha 0.8, 1.0, 1.2), shifting-hotset and hotset-scans within 2
 #   points of the better of lru and lfu.
-# Daemon: a dataset of 2 x TOTAL_MIB (64 MiB objects) is read in listing
-#   order EPOCHS times through a mount whose RAM + SSD tiers total
-#   TOTAL_MIB (RAM 32M, SSD the rest; 8M chunks), the kernel page cache
-#   dropped before each epoch.  From epoch 2 on, the object-store bytes of
-#   each epoch (store.bytes, the daemon's SIGUSR1 counter) must be
-#   <= 1.05 x (1 - C/N) x dataset.  The same run with --ram-policy lru
-#   --ssd-policy lru is printed next to it as the baseline.
+# Daemon: FILES files of FILE_MIB MiB (N) read EPOCHS times through a
+#   mount with --ram-size RAM_MIB M --ssd-size SSD_MIB M and otherwise the
+#   default options, the page cache dropped before each epoch, in four
+#   orders: listing order, a new seeded shuffle each epoch, the same with
+#   --scan-prefetch 0, and the shuffle handed over as a loader's plan.
+#   Per epoch, the object-store bytes (store.bytes, the daemon's SIGUSR1
+#   counter) over N.  Targets: epoch 1 <= 1.02, later epochs <= 1.05 x
+#   (1 - C/N) with C the SSD tier (the tiers are inclusive).  The same runs
+#   with --ram-policy lru --ssd-policy lru are printed beside them; OPT is
+#   1 - C/N.
 # Exit status 0 when every target is met, 1 otherwise.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-TOTAL_MIB=${1:-2048}
-EPOCHS=${2:-4}
-RAM_MIB=32
-SSD_MIB=$((TOTAL_MIB - RAM_MIB))
-OBJ_MIB=64
-N_OBJ=$((2 * TOTAL_MIB / OBJ_MIB))
+FILES=${1:-64}
+FILE_MIB=${2:-4}
+RAM_MIB=${3:-16}
+SSD_MIB=${4:-128}
+EPOCHS=${5:-4}
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tierfs-bench-evict.XXXXXX")
 MNT=$WORK/mnt
 LOG=$WORK/daemon.log
@@ -87,61 +89,80 @@ echo "$sim_table"
 if grep -q '| NO |' <<<"$sim_table"; then failed=1; fi
 
 "${S3UTIL[@]}" mb bench >/dev/null
-for i in $(seq -w 1 "$N_OBJ"); do
-	"${S3UTIL[@]}" put-bytes bench "data/shard-$i" $((OBJ_MIB * 1024 * 1024)) "$i" >/dev/null
+for i in $(seq -w 1 "$FILES"); do
+	"${S3UTIL[@]}" put-bytes bench "data/f-$i" $((FILE_MIB * 1024 * 1024)) "$((10#$i))" >/dev/null
 done
 
-
-dataset=$((N_OBJ * OBJ_MIB * 1024 * 1024))
-bound=$(awk -v d="$dataset" -v c="$TOTAL_MIB" -v n="$((N_OBJ * OBJ_MIB))" \
-	'BEGIN { printf "%.0f", 1.05 * (1 - c / n) * d }')
-declare -A epoch_bytes
-# run POLICY: EPOCHS epochs through a fresh mount and a fresh cache.
+dataset=$((FILES * FILE_MIB * 1048576))
+declare -A frac
+# run POLICY ORDER [OPTS...]: EPOCHS epochs through a fresh mount and cache;
+# frac[POLICY,ORDER,e] = store bytes of epoch e / N.
 run() {
-	local policy=$1 e before after
+	local policy=$1 order=$2 e before after
+	shift 2
 	rm -rf "$WORK/cache"
 	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style \
 		--ram-size "${RAM_MIB}M" --cache-dir "$WORK/cache" --ssd-size "${SSD_MIB}M" \
-		--ram-policy "$policy" --ssd-policy "$policy" >>"$LOG" 2>&1 &
+		--ram-policy "$policy" --ssd-policy "$policy" "$@" >>"$LOG" 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do grep -q " $MNT " /proc/mounts && break; sleep 0.05; done
 	grep -q " $MNT " /proc/mounts || { tail -n 20 "$LOG" >&2; exit 1; }
+	ls "$MNT/data" >/dev/null
 	for e in $(seq "$EPOCHS"); do
+		ls "$MNT/data" | sed "s|^|$MNT/data/|" >"$WORK/order"
+		if [ "$order" != listing ]; then
+			shuf --random-source=<(yes "$e" 2>/dev/null) "$WORK/order" >"$WORK/order.s"
+			mv "$WORK/order.s" "$WORK/order"
+		fi
 		drop_caches
 		before=$(stat_of store.bytes)
-		for f in "$MNT"/data/shard-*; do dd if="$f" of=/dev/null bs=1M status=none; done
+		[ "$order" = plan ] && build/tierfs plan "$MNT" "$WORK/order" >/dev/null
+		while read -r f; do dd if="$f" of=/dev/null bs=1M status=none; done <"$WORK/order"
 		after=$(stat_of store.bytes)
-		epoch_bytes[$policy,$e]=$((after - before))
+		frac[$policy,$order,$e]=$(awk -v x=$((after - before)) -v n="$dataset" 'BEGIN { printf "%.2f", x / n }')
 	done
-	last_stats=$(grep 'stats (SIGUSR1)' "$LOG" | tail -n 1 | tr ' ' '\n' |
-		grep '^\(ram\|ssd\)\.\(hits\|misses\|evictions\|rejected\|dropped\)=' | tr '\n' ' ')
 	build/tierfs unmount "$MNT"
 	wait "$pid"
 	pid=
 }
-run tinylfu
-tlfu_stats=$last_stats
-run lru
-lru_stats=$last_stats
+for policy in tinylfu lru; do
+	run "$policy" listing
+	run "$policy" shuffle
+	run "$policy" shuffle-noscan --scan-prefetch 0
+	run "$policy" plan
+done
 
+opt=$(awk -v c="$SSD_MIB" -v n="$((FILES * FILE_MIB))" 'BEGIN { printf "%.3f", 1 - c / n }')
+bound=$(awk -v o="$opt" 'BEGIN { printf "%.3f", 1.05 * o }')
 echo
-echo "## Daemon: dataset $((N_OBJ * OBJ_MIB)) MiB ($N_OBJ x $OBJ_MIB MiB), cache ${TOTAL_MIB} MiB" \
-	"(RAM ${RAM_MIB}M + SSD ${SSD_MIB}M), $EPOCHS epochs in listing order"
+echo "## Daemon: $FILES x $FILE_MIB MiB (N = $((FILES * FILE_MIB)) MiB), RAM ${RAM_MIB}M," \
+	"SSD ${SSD_MIB}M, $EPOCHS epochs: store bytes / N"
 echo
-echo "| epoch | object-store MiB, tinylfu | object-store MiB, lru | bound from epoch 2 (MiB) | met |"
-echo "|---|---:|---:|---:|---|"
-for e in $(seq "$EPOCHS"); do
-	met=-
-	if [ "$e" -ge 2 ]; then
+hdr="| order | policy |"
+sep="|---|---|"
+for e in $(seq "$EPOCHS"); do hdr="$hdr epoch $e |"; sep="$sep---:|"; done
+echo "$hdr bound (epoch 1: 1.02, then) | OPT | met |"
+echo "$sep---:|---:|---|"
+for order in listing shuffle shuffle-noscan plan; do
+	for policy in tinylfu lru; do
+		row="| $order | $policy |"
 		met=yes
-		[ "${epoch_bytes[tinylfu,$e]}" -le "$bound" ] || { met=NO; failed=1; }
-	fi
-	echo "| $e | $((epoch_bytes[tinylfu,$e] / 1048576)) | $((epoch_bytes[lru,$e] / 1048576))" \
-		"| $((bound / 1048576)) | $met |"
+		for e in $(seq "$EPOCHS"); do
+			v=${frac[$policy,$order,$e]}
+			row="$row $v |"
+			lim=$bound
+			[ "$e" -eq 1 ] && lim=1.02
+			awk -v v="$v" -v l="$lim" 'BEGIN { exit !(v <= l) }' || met=NO
+		done
+		if [ "$policy" = tinylfu ]; then
+			[ "$met" = NO ] && failed=1
+		else
+			met=-
+		fi
+		echo "$row $bound | $opt | $met |"
+	done
 done
 echo
-echo "tinylfu counters after the last epoch: $tlfu_stats"
-echo "lru counters after the last epoch: $lru_stats"
-echo "(bound = 1.05 x (1 - C/N) x dataset; $(nproc) cores; cache disk: $(df --output=source "$WORK" | tail -n 1))"
+echo "(bound = 1.05 x (1 - C/N), C the SSD tier; $(nproc) cores; cache disk: $(df --output=source "$WORK" | tail -n 1))"
 if [ "$failed" -eq 0 ]; then echo "every target met"; else echo "a target was missed (NO above)"; fi
 exit "$failed"

@@ -67,6 +67,13 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "Fills that found the tier full.", NULL) \
 	X(fills_failed, TFS_CK_COUNT, TFS_CU_COUNT, "tier_fills_failed_total", \
 	  "Fills that failed.", NULL) \
+	X(queued, TFS_CK_STATE, TFS_CU_COUNT, "tier_queued", \
+	  "Chunks waiting for the tier's writer (SSD write-behind).", NULL) \
+	X(ahead_bytes, TFS_CK_STATE, TFS_CU_BYTES, "tier_ahead_bytes", \
+	  "Bytes a scan fetched ahead into the tier and its reader has not read yet.", \
+	  "fetched ahead, unread") \
+	X(ahead_evicted, TFS_CK_COUNT, TFS_CU_BYTES, "tier_ahead_evicted_bytes_total", \
+	  "Bytes fetched ahead and evicted before their reader came.", "ahead evicted unread") \
 	X(entries, TFS_CK_STATE, TFS_CU_COUNT, "tier_entries", \
 	  "Chunks held by the tier.", NULL) \
 	X(bytes_used, TFS_CK_STATE, TFS_CU_BYTES, "tier_used_bytes", \

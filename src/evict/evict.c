@@ -113,6 +113,8 @@ struct evict_policy *evict_policy_new(enum evict_kind kind, size_t capacity)
 	p->ops = kind_ops[kind];
 	p->kind = kind;
 	p->capacity = capacity;
+	p->wcap = capacity;
+	p->incoming = 1;
 	p->slot_mask = n_slots - 1;
 	p->nodes = calloc(capacity, sizeof(*p->nodes));
 	p->slots = malloc(n_slots * sizeof(*p->slots));
@@ -155,7 +157,28 @@ void evict_policy_access(struct evict_policy *p, uint64_t key)
  * tracking more keys than there are nodes is impossible without
  * allocating.  assert() is not used so that the tests can show the bound
  * holds in debug builds too; the caller sees it in contains(). */
+void evict_policy_set_weight_capacity(struct evict_policy *p, uint64_t wcap)
+{
+	if (p->size != 0 || wcap == 0)
+		return;
+	p->wcap = wcap;
+	if (p->kind == EVICT_TINYLFU)
+		evict_tinylfu_reweigh(p);
+}
+
+uint64_t evict_policy_weight(const struct evict_policy *p)
+{
+	return p->weight;
+}
+
 void evict_policy_insert(struct evict_policy *p, uint64_t key)
+{
+	evict_policy_insert_weighted(p, key, 1);
+}
+
+/* Weights are 32-bit in a node: 2^32 blocks of 4 KiB is 16 TiB, far past
+ * any one chunk. */
+void evict_policy_insert_weighted(struct evict_policy *p, uint64_t key, uint64_t weight)
 {
 	uint32_t n;
 
@@ -166,8 +189,10 @@ void evict_policy_insert(struct evict_policy *p, uint64_t key)
 	p->free_head = p->nodes[n].link.next;
 	memset(&p->nodes[n], 0, sizeof(p->nodes[n]));
 	p->nodes[n].key = key;
+	p->nodes[n].weight = weight == 0 ? 1 : weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight;
 	index_add(p, key, n);
 	p->size++;
+	p->weight += p->nodes[n].weight;
 	p->ops->insert(p, n);
 	assert(p->nodes[n].tag != EVICT_TAG_FREE);
 }
@@ -181,6 +206,7 @@ void evict_policy_remove(struct evict_policy *p, uint64_t key)
 	p->ops->remove(p, n);
 	index_del(p, key);
 	p->size--;
+	p->weight -= p->nodes[n].weight;
 	p->nodes[n].tag = EVICT_TAG_FREE;
 	p->nodes[n].link.next = p->free_head;
 	p->free_head = n;
@@ -204,15 +230,29 @@ size_t evict_policy_capacity(const struct evict_policy *p)
 bool evict_policy_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,
 			 uint64_t *victim)
 {
-	if (p->size == 0)
-		return false;
-	return p->ops->victim(p, pinned, ctx, victim);
+	return evict_policy_victim_for(p, 1, pinned, ctx, victim);
 }
 
 bool evict_policy_admit(struct evict_policy *p, uint64_t candidate, uint64_t victim)
 {
+	return evict_policy_admit_for(p, candidate, 1, victim);
+}
+
+bool evict_policy_victim_for(struct evict_policy *p, uint64_t incoming, evict_pinned_fn pinned,
+			     void *ctx, uint64_t *victim)
+{
+	if (p->size == 0)
+		return false;
+	p->incoming = incoming ? incoming : 1;
+	return p->ops->victim(p, pinned, ctx, victim);
+}
+
+bool evict_policy_admit_for(struct evict_policy *p, uint64_t candidate, uint64_t incoming,
+			    uint64_t victim)
+{
 	if (!p->ops->admit)
 		return true;
+	p->incoming = incoming ? incoming : 1;
 	return p->ops->admit(p, candidate, evict_index_find(p, victim));
 }
 
@@ -231,7 +271,7 @@ void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat)
 		p->ops->stat_set(p, n, stat);
 }
 
-void evict_policy_set_min_window(struct evict_policy *p, size_t n)
+void evict_policy_set_min_window(struct evict_policy *p, uint64_t n)
 {
 	if (p->kind == EVICT_TINYLFU)
 		evict_tinylfu_set_min_window(p, n);
@@ -240,6 +280,7 @@ void evict_policy_set_min_window(struct evict_policy *p, size_t n)
 bool evict_policy_check(const struct evict_policy *p)
 {
 	size_t indexed = 0, live = 0, free_count = 0;
+	uint64_t weight = 0;
 
 	if (p->size > p->capacity)
 		return false;
@@ -255,14 +296,17 @@ bool evict_policy_check(const struct evict_policy *p)
 			return false;
 	}
 	for (size_t i = 0; i < p->capacity; i++)
-		if (p->nodes[i].tag != EVICT_TAG_FREE)
+		if (p->nodes[i].tag != EVICT_TAG_FREE) {
 			live++;
+			weight += p->nodes[i].weight;
+		}
 	for (uint32_t n = p->free_head; n != EVICT_NIL; n = p->nodes[n].link.next) {
 		if (n >= p->capacity || p->nodes[n].tag != EVICT_TAG_FREE ||
 		    ++free_count > p->capacity)
 			return false;
 	}
-	if (indexed != p->size || live != p->size || free_count + p->size != p->capacity)
+	if (indexed != p->size || live != p->size || free_count + p->size != p->capacity ||
+	    weight != p->weight)
 		return false;
 	return p->ops->check(p);
 }

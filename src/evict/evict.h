@@ -48,6 +48,22 @@ void evict_policy_access(struct evict_policy *p, uint64_t key);
  * never more than capacity resident keys).  No-op if already resident. */
 void evict_policy_insert(struct evict_policy *p, uint64_t key);
 
+/* Weighted residency, for a tier whose entries differ in size (a 100 KB
+ * image and an 8 MiB chunk): the tier holds wcap units of weight (its
+ * bytes in 4 KiB blocks, say) and each key is inserted with its own.
+ * W-TinyLFU's window and protected segments are then shares of the
+ * weight, not of the keys: counted in keys, a window of 1% of a tier's
+ * key capacity held most of its bytes when the keys were few and large,
+ * and the stable main segment that makes an epoch's hits was the rest.
+ * Set wcap on an empty policy (ignored otherwise); the key capacity
+ * still bounds how many keys are resident.  Without it wcap = capacity
+ * and every weight is 1. */
+void evict_policy_set_weight_capacity(struct evict_policy *p, uint64_t wcap);
+/* evict_policy_insert() with the key's weight (0 counts as 1). */
+void evict_policy_insert_weighted(struct evict_policy *p, uint64_t key, uint64_t weight);
+/* The resident keys' total weight (their number when unweighted). */
+uint64_t evict_policy_weight(const struct evict_policy *p);
+
 /* Key left the cache for a reason of the caller's (eviction it carried
  * out, corruption, an object changed).  No-op if not resident. */
 void evict_policy_remove(struct evict_policy *p, uint64_t key);
@@ -71,19 +87,30 @@ bool evict_policy_victim(struct evict_policy *p, evict_pinned_fn pinned, void *c
  * LRU and LFU always say yes; TinyLFU compares estimated frequencies. */
 bool evict_policy_admit(struct evict_policy *p, uint64_t candidate, uint64_t victim);
 
+/* The same two questions when the room is made for a candidate of
+ * weight `incoming` (evict_policy_victim/admit assume 1): W-TinyLFU's
+ * window overflows into main when the candidate's weight does not fit
+ * it, and a candidate heavier than the whole window duels main's victim
+ * itself.  A caller that evicts several victims for one candidate asks
+ * both questions for each. */
+bool evict_policy_victim_for(struct evict_policy *p, uint64_t incoming, evict_pinned_fn pinned,
+			     void *ctx, uint64_t *victim);
+bool evict_policy_admit_for(struct evict_policy *p, uint64_t candidate, uint64_t incoming,
+			    uint64_t victim);
+
 /* A resident key's access statistics, to be kept with the chunk index so
  * they survive a restart: an opaque 32-bit value. */
 uint32_t evict_policy_stat_get(const struct evict_policy *p, uint64_t key);
 /* Restore a key's statistics (after insert, e.g. at start-up). */
 void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat);
 
-/* Keep at least n of the most recent keys out of eviction's first reach:
+/* Keep at least n (weight units) of the most recent keys out of eviction's first reach:
  * W-TinyLFU's window never shrinks below n keys (capped at its 80%
  * bound).  A tier whose chunks are read in several pieces (the RAM tier:
  * every stream's current chunk) sets this to the number of chunks in use
  * at once, so a chunk still being read is not the one that loses its
  * duel.  LRU and LFU ignore it (LRU's recent keys are never its victims). */
-void evict_policy_set_min_window(struct evict_policy *p, size_t n);
+void evict_policy_set_min_window(struct evict_policy *p, uint64_t n);
 
 /* Debug builds: check the policy's internal invariants; true if sound. */
 bool evict_policy_check(const struct evict_policy *p);

@@ -7,6 +7,7 @@
 bool evict_list_check(const struct evict_policy *p, const struct evict_list *l, uint32_t tag)
 {
 	size_t count = 0;
+	uint64_t weight = 0;
 	uint32_t next = EVICT_NIL;
 
 	for (uint32_t n = l->tail; n != EVICT_NIL; next = n, n = p->nodes[n].link.prev) {
@@ -14,8 +15,9 @@ bool evict_list_check(const struct evict_policy *p, const struct evict_list *l, 
 			return false;
 		if (p->nodes[n].tag != tag || p->nodes[n].link.next != next)
 			return false;
+		weight += p->nodes[n].weight;
 	}
-	return count == l->len && (l->len == 0 ? l->head == EVICT_NIL : l->head == next);
+	return count == l->len && weight == l->weight && (l->len == 0 ? l->head == EVICT_NIL : l->head == next);
 }
 
 uint32_t evict_list_victim(const struct evict_policy *p, const struct evict_list *l,

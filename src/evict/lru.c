@@ -97,6 +97,7 @@ static void lru_stat_set(struct evict_policy *p, uint32_t n, uint32_t stat)
 			l->tail = n;
 		p->nodes[older].link.next = n;
 		l->len++;
+		l->weight += p->nodes[n].weight;
 	}
 }
 

@@ -51,12 +51,14 @@ struct evict_node {
 	};
 	uint32_t stat;    /* LRU: access seq; LFU: ldt << 8 | counter; TinyLFU: unused */
 	uint32_t tag;     /* enum evict_tag */
+	uint32_t weight;  /* what it takes of the tier (>= 1; 1 unless inserted weighted) */
 };
 
 /* An intrusive doubly linked list over the node array; head = most recent. */
 struct evict_list {
 	uint32_t head, tail;
 	size_t len;
+	uint64_t weight;  /* of its nodes */
 };
 
 struct evict_slot {
@@ -87,8 +89,9 @@ struct sketch;
 struct evict_tinylfu {
 	struct sketch *sketch;
 	struct evict_list window, probation, protected_;
-	size_t window_cap, protected_cap;
-	size_t window_min, window_max;   /* window_cap adapts within these */
+	/* In weight units (keys when every weight is 1). */
+	uint64_t window_cap, protected_cap;
+	uint64_t window_min, window_max;   /* window_cap adapts within these */
 	/* Ghosts (tinylfu.c): fingerprints of keys the window rejected and of
 	 * keys main evicted, ghost_len slots each, direct-mapped. */
 	uint64_t *ghost_window, *ghost_main;
@@ -96,8 +99,10 @@ struct evict_tinylfu {
 	uint64_t expired;         /* window ghosts overwritten before they returned */
 };
 
-/* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU. */
-void evict_tinylfu_set_min_window(struct evict_policy *p, size_t n);
+/* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU, and the
+ * segments' shares recomputed for a new weight capacity. */
+void evict_tinylfu_set_min_window(struct evict_policy *p, uint64_t n);
+void evict_tinylfu_reweigh(struct evict_policy *p);
 
 struct evict_ops {
 	/* Allocate the policy's own state; false on out of memory. */
@@ -121,6 +126,9 @@ struct evict_policy {
 	enum evict_kind kind;
 	size_t capacity;
 	size_t size;
+	uint64_t wcap;                 /* weight the tier holds (capacity unless set) */
+	uint64_t weight;               /* of the resident keys */
+	uint64_t incoming;             /* weight of the key the next victim makes room for */
 	uint64_t clock;                /* accesses seen: the only time there is */
 	struct evict_node *nodes;      /* capacity */
 	uint32_t free_head;            /* chain through link.next */
@@ -146,6 +154,7 @@ static inline void evict_list_init(struct evict_list *l)
 {
 	l->head = l->tail = EVICT_NIL;
 	l->len = 0;
+	l->weight = 0;
 }
 
 static inline void evict_list_push_head(struct evict_node *nodes, struct evict_list *l,
@@ -159,6 +168,7 @@ static inline void evict_list_push_head(struct evict_node *nodes, struct evict_l
 		l->tail = n;
 	l->head = n;
 	l->len++;
+	l->weight += nodes[n].weight;
 }
 
 static inline void evict_list_unlink(struct evict_node *nodes, struct evict_list *l,
@@ -176,10 +186,25 @@ static inline void evict_list_unlink(struct evict_node *nodes, struct evict_list
 		l->tail = prev;
 	nodes[n].link.prev = nodes[n].link.next = EVICT_NIL;
 	l->len--;
+	l->weight -= nodes[n].weight;
+}
+
+static inline void evict_list_push_tail(struct evict_node *nodes, struct evict_list *l,
+					uint32_t n)
+{
+	nodes[n].link.next = EVICT_NIL;
+	nodes[n].link.prev = l->tail;
+	if (l->tail != EVICT_NIL)
+		nodes[l->tail].link.next = n;
+	else
+		l->head = n;
+	l->tail = n;
+	l->len++;
+	l->weight += nodes[n].weight;
 }
 
 /* Walk l from its tail; true if its links agree both ways, it has len
- * nodes, all tagged tag.  For evict_policy_check(). */
+ * nodes of weight weight, all tagged tag.  For evict_policy_check(). */
 bool evict_list_check(const struct evict_policy *p, const struct evict_list *l, uint32_t tag);
 
 /* The first unpinned node from l's tail among at most EVICT_SCAN_MAX,

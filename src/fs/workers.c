@@ -185,11 +185,15 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 	return false;
 }
 
-/* Fetch the file's chunks into the cache: to_ssd, to the SSD tier (past
- * its admission: the job will read it this epoch), else ahead into RAM.
- * Small files are one GET, sized by the listing (no HEAD).  The bytes
- * brought (0: all were there, or the fetch failed); *refused when RAM
- * had no room for a chunk the epoch may take (and it is not there). */
+/* Fetch the file's chunks ahead into RAM (a slot that is free or read
+ * through this epoch), and to_ssd, to the SSD tier's free room too (past
+ * its admission: the job will read it this epoch, and the tier keeps it
+ * until then; chunk_cache_prefetch_ssd).  A fetch ahead never evicts
+ * what the cache keeps for the next epoch: without room it waits, and
+ * the reader may fetch the file itself.  Small files are one GET, sized
+ * by the listing (no HEAD).  The bytes brought (0: all were there, or the
+ * fetch failed); *refused when RAM had no room for a chunk the epoch may
+ * take (and it is not there). */
 static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_ssd,
 			   bool *refused)
 {
@@ -207,15 +211,17 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 		pthread_mutex_unlock(&fs->scan_lock);
 		if (rc)
 			return got;
-		if (to_ssd)
-			rc = chunk_cache_warm(fs->cache, &o, i, PIN_SSD, &fetched);
-		else
+		if (to_ssd) {
+			rc = chunk_cache_prefetch_ssd(fs->cache, &o, i, &fetched);
+		} else {
 			rc = chunk_cache_prefetch(fs->cache, &o, i, true);
+			fetched = rc == TFS_OK;
+		}
+		again |= rc == TFS_AGAIN;
 		if (rc != TFS_OK && rc != TFS_AGAIN)
 			return got;         /* the object changed or the store fails: a reader will say */
-		if (fetched || (!to_ssd && rc == TFS_OK))
+		if (fetched)
 			got += want;
-		again |= !to_ssd && rc == TFS_AGAIN;
 	}
 	if (again && refused) {
 		/* TFS_AGAIN is "in RAM already" or "no room": which one */

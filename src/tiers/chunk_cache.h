@@ -86,8 +86,18 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
 			 bool epoch);
 
-/* Bring chunk index of o into tier (an operator's warm-up, a scan's fetch
- * to SSD).  PIN_RAM: as a reader's miss would (RAM, then SSD
+/* A scan's fetch ahead of its reader: chunk_cache_prefetch() for a job
+ * that reads each file once an epoch, whose chunk also goes to the SSD
+ * tier's free room, asked for before the fetch, and is kept there until
+ * its reader reads it or the epoch ends (ssd_tier_store_ahead).  With no
+ * free room nothing is fetched: the set the tier keeps for the next epoch
+ * is never evicted for a fetch ahead.  TFS_OK, *fetched false: the SSD
+ * tier holds it; TFS_AGAIN: in RAM already, no free room on SSD, or no
+ * RAM slot to spare (then nothing was fetched); TFS_E_INVAL: no SSD tier. */
+int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+			     bool *fetched);
+
+/* Bring chunk index of o into tier (an operator's warm-up).  PIN_RAM: as a reader's miss would (RAM, then SSD
  * write-behind).  PIN_SSD: straight to the SSD tier, past its admission
  * policy, in a private buffer (no RAM slot taken); nothing fetched when a
  * copy of the right length is there.  *fetched: the store supplied it.

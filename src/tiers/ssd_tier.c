@@ -102,6 +102,7 @@ struct ssd_entry {
 	uint32_t hits;
 	uint32_t policy_stat;        /* the policy's statistics, as loaded (persisted) */
 	uint32_t nblocks;
+	uint32_t ahead_epoch;        /* fetched ahead of its reader in this tier epoch, unread; 0 none */
 	bool touched;                /* access stats changed since loaded */
 	bool pinned;                 /* an operator pinned it: kept out of the policy */
 	enum entry_state state;
@@ -137,6 +138,9 @@ struct ssd_tier {
 	size_t n_obuckets, n_objs;
 	uint64_t entries, bytes_used;
 	uint64_t reserved;           /* bytes of the batch being written, not yet STORED */
+	uint64_t q_bytes;            /* bytes of the stores queued (job_done drops them) */
+	uint32_t epoch;              /* ssd_tier_new_epoch(): what an ahead mark belongs to */
+	uint64_t ahead_bytes;        /* of the entries marked in this epoch */
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
@@ -163,6 +167,7 @@ struct ssd_tier {
 	unsigned char *sbuf;
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
+	_Atomic uint64_t ahead_evicted;
 	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
@@ -428,6 +433,28 @@ static void table_grow(struct ssd_tier *t)
 	t->n_buckets = n;
 }
 
+/* The policy weighs an entry by its 4 KiB blocks on disk, and the tier
+ * by the blocks its bound holds: W-TinyLFU's window and protected
+ * segments are shares of the bytes, whatever the chunk sizes. */
+#define POLICY_WEIGHT_UNIT 4096u
+
+static void policy_insert(struct ssd_tier *t, const struct ssd_entry *e)
+{
+	evict_policy_insert_weighted(t->policy, e->lo, e->bytes / POLICY_WEIGHT_UNIT);
+}
+
+/* e's mark of a fetch ahead goes (lock held): its reader came, or (gone)
+ * it left the table unread. */
+static void ahead_clear(struct ssd_tier *t, struct ssd_entry *e, bool gone)
+{
+	if (e->ahead_epoch != 0 && e->ahead_epoch == t->epoch) {
+		t->ahead_bytes -= e->bytes;
+		if (gone)
+			STAT_ADD(t, ahead_evicted, e->bytes);
+	}
+	e->ahead_epoch = 0;
+}
+
 /* Is e out of eviction's reach (pinned, or its object held)? */
 static bool entry_kept(const struct ssd_entry *e)
 {
@@ -448,7 +475,7 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 		t->bytes_used += e->bytes;
 		e->obj->bytes += e->bytes;
 		if (t->policy && !e->pinned)
-			evict_policy_insert(t->policy, e->lo);
+			policy_insert(t, e);
 	}
 	table_grow(t);
 }
@@ -466,6 +493,7 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 	*pp = e->hnext;
 	e->hnext = NULL;
 	t->n_table--;
+	ahead_clear(t, e, true);
 	assert(e->obj->entries > 0);
 	e->obj->entries--;
 	if (e->state == ENTRY_STORED) {
@@ -514,16 +542,18 @@ static bool needed_soon(void *ctx, uint64_t lo)
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && (e->obj->holds > 0 ||
+	return e && (e->obj->holds > 0 || e->ahead_epoch == t->epoch ||
 		     (t->plans && plan_slot_future(t->plans, e->key, false) == PLAN_SOON));
 }
 
+/* Held, or fetched ahead this epoch and not read yet: evicting that would
+ * fetch it twice (the whole point of fetching it was its reader). */
 static bool held(void *ctx, uint64_t lo)
 {
 	struct ssd_tier *t = ctx;
 	struct ssd_entry *e = entry_of_key(t, lo);
 
-	return e && e->obj->holds > 0;
+	return e && (e->obj->holds > 0 || e->ahead_epoch == t->epoch);
 }
 
 /* The eviction policy's victim (lock held), or NULL when it has none.
@@ -534,18 +564,18 @@ static bool held(void *ctx, uint64_t lo)
  * forgotten.  With a plan, a victim the plan does not read later comes
  * first if the policy has one (Belady's rule: what is needed furthest
  * ahead goes first, and what is not needed again is furthest). */
-static struct ssd_entry *victim_choose(struct ssd_tier *t)
+static struct ssd_entry *victim_choose(struct ssd_tier *t, uint64_t incoming)
 {
 	uint64_t v;
 
-	while (t->plans && evict_policy_victim(t->policy, needed_soon, t, &v)) {
+	while (t->plans && evict_policy_victim_for(t->policy, incoming, needed_soon, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
 			return e;
 		evict_policy_remove(t->policy, v);
 	}
-	while (evict_policy_victim(t->policy, held, t, &v)) {
+	while (evict_policy_victim_for(t->policy, incoming, held, t, &v)) {
 		struct ssd_entry *e = entry_of_key(t, v);
 
 		if (e)
@@ -759,12 +789,15 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 			*rejected = true;
 			return false;
 		}
-		v = n < EVICT_PASS_MAX ? victim_choose(t) : NULL;
+		v = n < EVICT_PASS_MAX ? victim_choose(t, need / POLICY_WEIGHT_UNIT) : NULL;
 		if (!v) {
 			pthread_mutex_unlock(&t->lock);
 			return false;
 		}
-		if (n == 0 && candidate && !evict_policy_admit(t->policy, *candidate, v->lo)) {
+		/* asked for every victim: one that makes room for a chunk
+		 * heavier than W-TinyLFU's window is the candidate's own duel */
+		if (candidate &&
+		    !evict_policy_admit_for(t->policy, *candidate, need / POLICY_WEIGHT_UNIT, v->lo)) {
 			pthread_mutex_unlock(&t->lock);
 			*rejected = true;
 			return false;
@@ -1073,6 +1106,7 @@ static void job_done(struct ssd_tier *t, struct job *j)
 	if (j->kind == JOB_STORE) {
 		pthread_mutex_lock(&t->lock);
 		t->q_stores--;
+		t->q_bytes -= bytes_of(j->len);
 		pthread_cond_broadcast(&t->done_cond);   /* room in the queue */
 		pthread_mutex_unlock(&t->lock);
 	}
@@ -1602,9 +1636,10 @@ static int policy_load(struct ssd_tier *t)
 	t->policy = evict_policy_new(t->policy_kind, (size_t)keys);
 	if (!t->policy)
 		return TFS_E_NOMEM;
+	evict_policy_set_weight_capacity(t->policy, bytes / POLICY_WEIGHT_UNIT);
 	for (size_t i = 0; i < t->n_buckets; i++)
 		for (struct ssd_entry *e = t->buckets[i]; e; e = e->hnext) {
-			evict_policy_insert(t->policy, e->lo);
+			policy_insert(t, e);
 			evict_policy_stat_set(t->policy, e->lo, e->policy_stat);
 		}
 	return TFS_OK;
@@ -1727,6 +1762,7 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->dir_fd = t->objects_fd = -1;
 	t->chunk_size = cfg->chunk_size;
 	t->capacity = cfg->capacity;
+	t->epoch = 1;
 	t->min_free_pct = cfg->min_free_pct;
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
@@ -1915,6 +1951,7 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	 * so the stats of a failed read do not outlive it. */
 	if (e->hits < UINT32_MAX)
 		e->hits++;
+	ahead_clear(t, e, false);   /* its reader came */
 	e->last_access = clock_wall_coarse_s();
 	e->touched = true;
 	pthread_mutex_unlock(&t->lock);
@@ -2138,7 +2175,7 @@ static void queue_push(struct ssd_tier *t, struct job *j)
 }
 
 static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		  ssd_tier_release_fn release, void *arg, bool force, bool wait)
+		  ssd_tier_release_fn release, void *arg, bool force, bool wait, bool ahead)
 {
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
@@ -2179,8 +2216,13 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		goto refuse;
 	}
 	e->obj->refs++;
+	if (ahead) {
+		e->ahead_epoch = t->epoch;
+		t->ahead_bytes += e->bytes;
+	}
 	table_insert(t, e);
 	t->q_stores++;
+	t->q_bytes += bytes_of(len);
 	queue_push(t, j);
 	pthread_mutex_unlock(&t->lock);
 	return true;
@@ -2196,19 +2238,44 @@ refuse:
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, false);
+	return store(t, id, data, len, release, arg, false, false, false);
 }
 
 bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			 size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, true);
+	return store(t, id, data, len, release, arg, false, true, false);
 }
 
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, true, true);
+	return store(t, id, data, len, release, arg, true, true, false);
+}
+
+bool ssd_tier_store_ahead(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			  size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, true, true, true);
+}
+
+bool ssd_tier_ahead_room(struct ssd_tier *t, uint64_t len)
+{
+	uint64_t room = ssd_tier_room(t), taken;
+
+	pthread_mutex_lock(&t->lock);
+	taken = t->bytes_used + t->reserved + t->q_bytes;
+	pthread_mutex_unlock(&t->lock);
+	return taken + bytes_of(len) <= room;
+}
+
+void ssd_tier_new_epoch(struct ssd_tier *t)
+{
+	pthread_mutex_lock(&t->lock);
+	if (++t->epoch == 0)
+		t->epoch = 1;   /* 0 is "no mark" */
+	t->ahead_bytes = 0;   /* the marks made so far are void */
+	pthread_mutex_unlock(&t->lock);
 }
 
 void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans)
@@ -2293,10 +2360,10 @@ static bool entry_pin(struct ssd_tier *t, struct ssd_entry *e, bool on)
 		struct ssd_entry *v;
 
 		if (evict_policy_size(t->policy) >= evict_policy_capacity(t->policy) &&
-		    (v = victim_choose(t)))
+		    (v = victim_choose(t, e->bytes / POLICY_WEIGHT_UNIT)))
 			entry_doom(t, v);
 		e->pinned = false;
-		evict_policy_insert(t->policy, e->lo);
+		policy_insert(t, e);
 	}
 	return true;
 }
@@ -2467,8 +2534,11 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->dropped = atomic_load(&t->dropped);
 	out->rejected = atomic_load(&t->rejected);
 	out->degraded = atomic_load(&t->degraded);
+	out->ahead_evicted = atomic_load(&t->ahead_evicted);
 	out->capacity = t->capacity;
 	pthread_mutex_lock(&t->lock);
+	out->queued = t->q_stores;
+	out->ahead_bytes = t->ahead_bytes;
 	out->entries = t->entries;
 	out->bytes_used = t->bytes_used;
 	pthread_mutex_unlock(&t->lock);

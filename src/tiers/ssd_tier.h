@@ -146,6 +146,19 @@ void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans);
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg);
 
+/* ssd_tier_store_forced() for a chunk fetched ahead of a reader that
+ * reads it once this epoch (a scan): until that reader reads it
+ * (ssd_tier_read) or ssd_tier_new_epoch(), eviction passes it over.  The
+ * caller asks ssd_tier_ahead_room() before fetching: a fetch ahead takes
+ * free room, never the resident set kept for the next epoch. */
+bool ssd_tier_store_ahead(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			  size_t len, ssd_tier_release_fn release, void *arg);
+/* Is there free room for len more bytes, counting what is queued? */
+bool ssd_tier_ahead_room(struct ssd_tier *t, uint64_t len);
+/* Every file is needed again: the marks of chunks fetched ahead and not
+ * read are void (a reader that stopped must not hold room forever). */
+void ssd_tier_new_epoch(struct ssd_tier *t);
+
 /* Bytes the tier may occupy now: its capacity, or when unbounded (or the
  * disk is fuller) what it holds plus the free space above --ssd-min-free. */
 uint64_t ssd_tier_room(struct ssd_tier *t);

@@ -22,6 +22,9 @@ struct tier_stats {
 	uint64_t overflow;           /* chunks served from a private buffer */
 	uint64_t fills_failed;       /* misses whose fill from below failed */
 	uint64_t rejected;           /* candidates the eviction policy did not admit */
+	uint64_t queued;             /* stores waiting for the writer (SSD) */
+	uint64_t ahead_bytes;        /* fetched ahead by a scan, not read yet (SSD) */
+	uint64_t ahead_evicted;      /* bytes of those evicted unread (SSD) */
 	/* read-ahead (the RAM tier): chunk fills issued ahead of the reader,
 	 * read later (used), evicted unread (wasted), read while still in
 	 * flight (late, also used), and not issued for want of a free slot */

