@@ -234,3 +234,73 @@ void fs_release(struct tfs_fs *fs, struct fs_file *f)
 	fs_handle_del(fs, &f->link);
 	fs_file_free(f);
 }
+
+/* ---- the kernel reading a file by itself -------------------------------- */
+
+struct fs_backing {
+	uint64_t size;
+	char etag[OBJ_ETAG_MAX];
+	char cache_id[CACHE_ID_MAX];
+	char key[];
+};
+
+static struct chunk_obj backing_obj(const struct fs_backing *b)
+{
+	return (struct chunk_obj){ b->key, b->etag, b->cache_id, b->size };
+}
+
+int fs_backing_get(struct tfs_fs *fs, struct fs_file *f, int *fd, struct fs_backing **out)
+{
+	size_t kl = strlen(f->key);
+	struct fs_backing *b;
+	struct chunk_obj o;
+	int rc;
+
+	*fd = -1;
+	*out = NULL;
+	if (atomic_load_explicit(&f->ver->superseded, memory_order_acquire) || f->ver->size == 0)
+		return TFS_MISS;
+	b = malloc(sizeof(*b) + kl + 1);
+	if (!b)
+		return TFS_E_NOMEM;
+	b->size = f->ver->size;
+	snprintf(b->etag, sizeof(b->etag), "%s", f->ver->etag);
+	snprintf(b->cache_id, sizeof(b->cache_id), "%s", f->ver->cache_id);
+	memcpy(b->key, f->key, kl + 1);
+	o = backing_obj(b);
+	rc = chunk_cache_backing_open(fs->cache, &o, fd);
+	if (rc != TFS_OK) {
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return TFS_OK;
+}
+
+void fs_backing_put(struct tfs_fs *fs, struct fs_backing *b)
+{
+	struct chunk_obj o;
+
+	if (!b)
+		return;
+	o = backing_obj(b);
+	chunk_cache_backing_release(fs->cache, &o);
+	free(b);
+}
+
+bool fs_backing_same(const struct fs_backing *b, const struct fs_file *f)
+{
+	return b->size == f->ver->size && strcmp(b->cache_id, f->ver->cache_id) == 0 &&
+	       strcmp(b->key, f->key) == 0;
+}
+
+void fs_passthrough_set(struct tfs_fs *fs, bool on)
+{
+	atomic_store(&fs->passthrough, on);
+}
+
+void fs_passthrough_count(struct tfs_fs *fs, bool passed)
+{
+	atomic_fetch_add_explicit(passed ? &fs->pt_opens : &fs->pt_declined, 1,
+				  memory_order_relaxed);
+}

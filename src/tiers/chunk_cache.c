@@ -246,6 +246,20 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint
 	return rc;
 }
 
+int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, int *fd)
+{
+	*fd = -1;
+	if (!cc->ssd)
+		return TFS_MISS;
+	return ssd_tier_object_open(cc->ssd, o->key, o->cache_id, o->size, fd);
+}
+
+void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o)
+{
+	if (cc->ssd)
+		ssd_tier_object_release(cc->ssd, o->key, o->cache_id);
+}
+
 static void release_buf(void *buf)
 {
 	free(buf);
