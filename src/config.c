@@ -56,6 +56,7 @@ static const struct opt_def opt_defs[] = {
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
 	{ "passthrough", OPT_AUTO_OFF, OFF(passthrough), 0 },
 	{ "verify-reads", OPT_BOOL, OFF(verify_reads), 0 },
+	{ "scrub-rate", OPT_RA, OFF(scrub_rate), 1ul << 40 },
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
@@ -86,6 +87,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->read_ahead = UINT64_MAX;
 	cfg->read_ahead_files = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
+	cfg->scrub_rate = UINT64_MAX;
 	cfg->scan_prefetch = 16;
 	cfg->plan_window = 256;
 	cfg->stall_timeout_s = 15;
@@ -474,6 +476,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
 	fprintf(f, "passthrough = %s\n", cfg->passthrough ? "auto" : "off");
 	fprintf(f, "verify-reads = %s\n", cfg->verify_reads ? "true" : "false");
+	dump_auto(f, "scrub-rate", cfg->scrub_rate);
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,

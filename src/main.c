@@ -92,6 +92,8 @@ static const char usage_text2[] =
 	"                           daemon serves it (auto)\n"
 	"  --verify-reads           check every read of SSD bytes against their checksums\n"
 	"                           (turns passthrough off) (default: off)\n"
+	"  --scrub-rate SIZE        SSD bytes re-read and checked per second while the cache\n"
+	"                           disk's writer is idle; 0 = off, auto = 16M (auto)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
@@ -236,6 +238,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
+		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,
 		.wipe = cfg->cache_wipe,
 	};
 	if (ssd_tier_open(&sc, out, err, sizeof(err)) != TFS_OK) {

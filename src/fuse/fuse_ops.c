@@ -392,8 +392,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, -err);
 			return;
 		}
-		if (passed)
-			fi->direct_io = 0;   /* the backing file's page cache serves it */
+		if (passed) {
+			/* the backing file's page cache serves it; the kernel
+			 * refuses (EIO) a passthrough open with any flag but
+			 * direct_io, noflush and parallel direct writes */
+			fi->direct_io = 0;
+			fi->keep_cache = 0;
+		}
 	}
 	fi->fh = (uint64_t)(uintptr_t)f | (passed ? 1 : 0);
 	if (fuse_reply_open(req, fi) != 0) {

@@ -157,6 +157,7 @@ struct ssd_tier {
 	unsigned min_free_pct;
 	unsigned queue_max;
 	bool verify;                 /* read each chunk back before its record */
+	uint64_t scrub_rate;         /* bytes per idle second the writer scrubs */
 	struct cache_index *ix;
 	unsigned char *rbuf;         /* writer-only: a chunk read back (DIO aligned) */
 	pthread_mutex_t scrub_lock;  /* one scrub at a time; its buffer */
@@ -1077,6 +1078,20 @@ static void job_done(struct ssd_tier *t, struct job *j)
 	free(j);
 }
 
+/* Wait (lock held) up to a second for work; false when the second passed
+ * with none. */
+static bool writer_idle_wait(struct ssd_tier *t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += 1;
+	while (!t->q_head && !t->doomed && !t->stopping)
+		if (pthread_cond_timedwait(&t->work_cond, &t->lock, &ts) == ETIMEDOUT)
+			return t->q_head || t->doomed || t->stopping;
+	return true;
+}
+
 static void *writer_main(void *arg)
 {
 	struct ssd_tier *t = arg;
@@ -1087,8 +1102,19 @@ static void *writer_main(void *arg)
 		size_t n = 0;
 
 		pthread_mutex_lock(&t->lock);
-		while (!t->q_head && !t->doomed && !t->stopping)
-			pthread_cond_wait(&t->work_cond, &t->lock);
+		while (!t->q_head && !t->doomed && !t->stopping) {
+			/* idle: a second with nothing to write scrubs a second's
+			 * worth (the kernel reads passthrough files unchecked;
+			 * this is what notices the disk changing them) */
+			if (t->scrub_rate && !writer_idle_wait(t)) {
+				pthread_mutex_unlock(&t->lock);
+				(void)ssd_tier_scrub(t, t->scrub_rate);
+				pthread_mutex_lock(&t->lock);
+				continue;
+			}
+			if (!t->scrub_rate)
+				pthread_cond_wait(&t->work_cond, &t->lock);
+		}
 		/* Doomed entries first: a re-store of the same chunk may be the
 		 * next job, and its bytes must not be punched after it is written. */
 		d = t->doomed;
@@ -1677,7 +1703,15 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->scrub_lock, NULL);
-	pthread_cond_init(&t->work_cond, NULL);
+	{
+		/* the writer's idle second (writer_idle_wait) is monotonic */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&t->work_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_cond_init(&t->done_cond, NULL);
 	t->dir_fd = t->objects_fd = -1;
 	t->chunk_size = cfg->chunk_size;
@@ -1686,6 +1720,7 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
 	t->verify = !cfg->no_verify;
+	t->scrub_rate = cfg->scrub_rate;
 	t->n_buckets = BUCKETS_MIN;
 	t->n_obuckets = OBJ_BUCKETS_MIN;
 	t->dir = strdup(cfg->dir);

@@ -63,6 +63,9 @@ struct ssd_tier_config {
 	size_t chunk_size;         /* the mount's chunk size; part of the cache's identity */
 	unsigned queue_max;        /* chunks waiting for the writer (>= 1) */
 	bool no_verify;            /* skip reading each chunk back after it is written */
+	uint64_t scrub_rate;       /* bytes per second the writer re-reads and checks
+				    * when it has had nothing to do for a second
+				    * (ssd_tier_scrub); 0 = no background scrub */
 	bool wipe;                 /* a cache of another owner/format/chunk size:
 				    * wipe it instead of refusing */
 };

@@ -180,7 +180,8 @@ static unsigned object_files(char *first, size_t firstlen)
 
 Test(cache, second_read_comes_from_ram_with_zero_gets)
 {
-	mount_cache(NULL);
+	const char *off[] = { "--passthrough", "off", NULL };
+	mount_cache(off);   /* the re-read must reach the daemon to count */
 	read_ok(&A);
 	long long gets = it_daemon_stat(&mnt, "s3.gets");
 	long long hits = it_daemon_stat(&mnt, "ram.hits");
@@ -197,6 +198,9 @@ Test(cache, second_read_comes_from_ram_with_zero_gets)
 
 Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 {
+	/* served by the daemon, checked block by block (the passthrough
+	 * path is passthrough_reads_files_wholly_on_ssd_without_the_daemon) */
+	const char *verify[] = { "--verify-reads", NULL };
 	mount_cache(NULL);
 	read_ok(&A);
 	read_ok(&B);
@@ -205,7 +209,7 @@ Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 	it_unmount_ok(&env, &mnt);
 	cr_assert_eq(object_files(NULL, 0), 3, "a file per object");
 
-	mount_cache(NULL);
+	mount_cache(verify);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
 	read_ok(&A);
 	read_ok(&B);
@@ -213,6 +217,7 @@ Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "a warm remount sent GETs");
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks + B.chunks + C.chunks);
 	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), 0);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.on"), 0, "--verify-reads left passthrough on");
 	it_unmount_ok(&env, &mnt);
 }
 
@@ -259,7 +264,8 @@ Test(cache, kill9_while_caching_keeps_every_complete_chunk)
 	pthread_join(th, NULL);
 	cr_assert_eq(it_proxy_ctl(&proxy, "shape?bandwidth=0", NULL, 0), 200);
 
-	mount_cache(NULL);
+	const char *off[] = { "--passthrough", "off", NULL };
+	mount_cache(off);   /* every chunk read counted by the daemon */
 	cr_expect_eq(count_files(cache_dir, ".tmp", NULL, 0), 0, "half-written files left");
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
 	read_ok(&A);
@@ -297,7 +303,8 @@ Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
 	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
 	close(fd);
 
-	mount_cache(NULL);
+	const char *verify[] = { "--verify-reads", NULL };
+	mount_cache(verify);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
 	read_ok(&A);
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.checksum_failures"), 1);
@@ -531,7 +538,7 @@ Test(cache, remount_within_ttl_needs_no_request_at_all)
  * still reaches the daemon, which serves it from the RAM tier. */
 Test(cache, direct_io_bypasses_the_page_cache_and_reads_exact_bytes)
 {
-	const char *extra[] = { "--direct-io", NULL };
+	const char *extra[] = { "--direct-io", "--passthrough", "off", NULL };
 	mount_cache(extra);
 	read_ok(&A);
 	long long hits = it_daemon_stat(&mnt, "ram.hits");
@@ -566,5 +573,172 @@ Test(cache, kernel_readahead_window_is_two_chunks)
 	cr_assert_not_null(v, "%s", path);
 	cr_expect_eq(atoi(v), 2 * 1024, "read_ahead_kb %s, want two 1M chunks", v);
 	free(v);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- the kernel reading cached files itself (FUSE passthrough) ---- */
+
+/* Skip unless this mount has passthrough on (kernel 6.9+, CAP_SYS_ADMIN,
+ * libfuse 3.16+): the daemon logged why not. */
+static void passthrough_or_skip(void)
+{
+	struct stat st;
+
+	/* a request answered: the kernel's INIT, where it is decided, is done
+	 * (the mount shows in the mount table before it) */
+	cr_assert_eq(stat(mnt.dir, &st), 0);
+	if (it_daemon_stat(&mnt, "passthrough.on") != 1) {
+		char *log = it_mount_log(&mnt);
+		cr_log_warn("no FUSE passthrough here: %s", log);
+		free(log);
+		it_unmount_ok(&env, &mnt);
+		cr_skip_test("no FUSE passthrough here (the daemon's log says why)");
+	}
+}
+
+/* Open path and read it whole, exactly as uploaded, keeping it open. */
+static int open_read_ok(const struct obj *o)
+{
+	char p[PATH_MAX];
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
+	int fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", o->key, strerror(errno));
+	char *buf = malloc(o->size + 1);
+	ssize_t r = it_pread_full(fd, buf, o->size + 1, 0);
+	cr_assert_eq(r, (ssize_t)o->size, "read %s: %zd (%s)", o->key, r,
+		     r < 0 ? strerror(errno) : "");
+	int64_t bad = it_gen_mismatch(o->seed, 0, buf, o->size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
+	free(buf);
+	return fd;
+}
+
+Test(cache, passthrough_reads_files_wholly_on_ssd_without_the_daemon)
+{
+	mount_cache(NULL);
+	passthrough_or_skip();
+	read_ok(&A);
+	read_ok(&B);
+	wait_stat_geq("ssd.entries", A.chunks + B.chunks);
+	long long served = it_daemon_stat(&mnt, "ram.bytes_served");
+	long long opens = it_daemon_stat(&mnt, "passthrough.opens");
+	it_drop_caches();
+	/* two opens at once share the inode's backing file; the kernel
+	 * refuses (EIO) an inode with two, or one mixed with page-cache opens */
+	int fa = open_read_ok(&A), fa2 = open_read_ok(&A);
+	read_ok(&B);
+	close(fa);
+	close(fa2);
+	read_ok(&A);   /* a fresh open after the last one closed */
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), opens + 4);
+	cr_expect_eq(it_daemon_stat(&mnt, "ram.bytes_served"), served,
+		     "reads of files wholly on SSD reached the daemon");
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), 0);
+	it_unmount_ok(&env, &mnt);
+
+	/* a remount: every file is on SSD, none is fetched, none is read
+	 * through the daemon */
+	mount_cache(NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&A);
+	read_ok(&B);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), 2);
+	cr_expect_eq(it_daemon_stat(&mnt, "ram.bytes_served"), 0);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "a warm remount sent GETs");
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(cache, passthrough_off_serves_every_read_through_the_daemon)
+{
+	const char *off[] = { "--passthrough", "off", NULL };
+	mount_cache(off);
+	read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.on"), 0);
+	wait_stat_geq("ssd.entries", A.chunks);
+	it_unmount_ok(&env, &mnt);
+	mount_cache(off);
+	read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), 0);
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks);
+	cr_expect_eq(it_daemon_stat(&mnt, "ram.bytes_served"), (long long)A.size);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* The file the kernel reads is held: evicting it while it is open is
+ * refused (busy), and every byte read through it stays right; once
+ * closed, it can go. */
+Test(cache, passthrough_file_is_not_evicted_while_open)
+{
+	mount_cache(NULL);
+	passthrough_or_skip();
+	read_ok(&A);
+	wait_stat_geq("ssd.entries", A.chunks);
+	it_drop_caches();
+	int fd = open_read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), 1);
+
+	char p[PATH_MAX];
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, A.key);
+	const char *ev[] = { "evict", "--tier", "ssd", p, NULL };
+	struct it_run r;
+	cr_assert_eq(it_run_tierfs(&env, ev, NULL, 60, &r), 0);
+	cr_expect_eq(r.status, 0, "evict: %s", r.out);
+	it_run_release(&r);
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.entries"), A.chunks, "a held chunk was evicted");
+	it_drop_caches();   /* the kernel reads the backing file again */
+	char *buf = malloc(A.size);
+	cr_assert_eq(it_pread_full(fd, buf, A.size, 0), (ssize_t)A.size);
+	cr_expect_eq(it_gen_mismatch(A.seed, 0, buf, A.size), -1, "wrong bytes under a hold");
+	free(buf);
+	close(fd);
+
+	/* released (the kernel's RELEASE may come a little after close) */
+	double deadline = it_now() + 20.0;
+	long long left = A.chunks;
+	while (left > 0 && it_now() < deadline) {
+		cr_assert_eq(it_run_tierfs(&env, ev, NULL, 60, &r), 0);
+		it_run_release(&r);
+		left = it_daemon_stat(&mnt, "ssd.entries");
+		if (left > 0)
+			usleep(100000);
+	}
+	cr_expect_eq(left, 0, "the file could not be evicted once closed");
+	read_ok(&A);   /* fetched again, through the daemon */
+	it_unmount_ok(&env, &mnt);
+}
+
+/* With passthrough, a block the disk changed after it was verified is
+ * not seen by the daemon at read time: the background scrub finds it,
+ * drops its chunk (the file is then no longer wholly on SSD), and the
+ * next open reads through the daemon: the right bytes, one chunk
+ * fetched again. */
+Test(cache, passthrough_corruption_is_found_by_the_scrub)
+{
+	mount_cache(NULL);
+	read_ok(&A);
+	wait_stat_geq("ssd.entries", A.chunks);
+	it_unmount_ok(&env, &mnt);
+
+	char victim[PATH_MAX];
+	cr_assert_eq(object_files(victim, sizeof(victim)), 1);
+	int fd = open(victim, O_RDWR);
+	cr_assert_geq(fd, 0, "%s: %s", victim, strerror(errno));
+	unsigned char b;
+	off_t off = 2 * IT_MIB + 70000;   /* chunk 2, its second block */
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+
+	const char *scrub[] = { "--scrub-rate", "64M", NULL };
+	mount_cache(scrub);
+	passthrough_or_skip();
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	wait_stat_geq("ssd.checksum_failures", 1);
+	read_ok(&A);
+	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), 0,
+		     "a file with a chunk dropped was handed to the kernel");
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 1, "only the corrupt chunk is refetched");
+	cr_expect_eq(it_daemon_stat(&mnt, "ssd.checksum_failures"), 1);
 	it_unmount_ok(&env, &mnt);
 }
