@@ -238,6 +238,8 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
+		/* readers' chunks the writer is behind on: copies, beyond --ram-size */
+		.spill_max = cfg->chunk_size * 4 > (64u << 20) ? cfg->chunk_size * 4 : 64u << 20,
 		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,
 		.wipe = cfg->cache_wipe,
 	};

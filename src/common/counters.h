@@ -58,7 +58,7 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(io_errors, TFS_CK_COUNT, TFS_CU_COUNT, "tier_io_errors_total", \
 	  "I/O errors of the tier.", NULL) \
 	X(dropped, TFS_CK_COUNT, TFS_CU_COUNT, "tier_dropped_total", \
-	  "Chunks dropped instead of stored.", NULL) \
+	  "Chunks dropped instead of stored.", "dropped") \
 	X(rejected, TFS_CK_COUNT, TFS_CU_COUNT, "tier_rejected_total", \
 	  "Chunks the admission policy refused.", "rejected") \
 	X(waits, TFS_CK_COUNT, TFS_CU_COUNT, "tier_waits_total", \
