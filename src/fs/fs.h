@@ -78,11 +78,13 @@ struct ssd_tier;
 struct fs_dir;
 struct fs_file;
 
-/* Read result: iov[0..n) point into referenced chunk buffers; hand them to
- * the kernel, then fs_read_done().  Total bytes in `bytes`. */
+/* Read result: iov[0..n) point into referenced chunk buffers (refs[i]),
+ * or into buffers of blocks read from SSD (spans[i]); hand them to the
+ * kernel, then fs_read_done().  Total bytes in `bytes`. */
 struct fs_read {
 	struct iovec iov[FS_READ_MAX_IOV];
-	struct chunk_ref *refs[FS_READ_MAX_IOV];
+	struct chunk_ref *refs[FS_READ_MAX_IOV];   /* or NULL */
+	void *spans[FS_READ_MAX_IOV];              /* or NULL */
 	size_t n;
 	size_t bytes;
 };

@@ -215,7 +215,10 @@ Test(cache, remount_after_clean_unmount_is_warm_and_exact)
 	read_ok(&B);
 	read_ok(&C);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "a warm remount sent GETs");
-	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks + B.chunks + C.chunks);
+	/* each chunk read from SSD at least once: whole (promoted by
+	 * read-ahead) or the blocks a read asked for */
+	cr_expect_geq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks + B.chunks + C.chunks);
+	cr_expect_geq(it_daemon_stat(&mnt, "ssd.bytes_served"), A.size + B.size + C.size);
 	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), 0);
 	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.on"), 0, "--verify-reads left passthrough on");
 	it_unmount_ok(&env, &mnt);
@@ -275,9 +278,9 @@ Test(cache, kill9_while_caching_keeps_every_complete_chunk)
 	long long ssd_hits = it_daemon_stat(&mnt, "ssd.hits");
 	long long fetches = it_daemon_stat(&mnt, "store.fetches");
 	cr_expect_eq(fetches, it_proxy_stat(&proxy, "object_GET"));
-	cr_expect_eq(ssd_hits + fetches, A.chunks + B.chunks + BIG.chunks,
-		     "every chunk comes from exactly one place (ssd %lld, store %lld)", ssd_hits,
-		     fetches);
+	cr_expect_leq(fetches, A.chunks + B.chunks + BIG.chunks - ins,
+		      "chunks stored before the kill were fetched again (ssd %lld, store %lld)",
+		      ssd_hits, fetches);
 	cr_expect_geq(ssd_hits, A.chunks + B.chunks + 6, "cached parts of BIG were lost");
 	cr_log_info("after kill -9: %lld chunks from SSD, %lld from the store", ssd_hits, fetches);
 	it_unmount_ok(&env, &mnt);
@@ -309,7 +312,7 @@ Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
 	read_ok(&A);
 	cr_expect_eq(it_daemon_stat(&mnt, "ssd.checksum_failures"), 1);
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 1, "only the corrupt chunk is refetched");
-	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks - 1);
+	cr_expect_geq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks - 1);
 	it_unmount_ok(&env, &mnt);
 }
 
@@ -659,8 +662,9 @@ Test(cache, passthrough_off_serves_every_read_through_the_daemon)
 	mount_cache(off);
 	read_ok(&A);
 	cr_expect_eq(it_daemon_stat(&mnt, "passthrough.opens"), 0);
-	cr_expect_eq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks);
-	cr_expect_eq(it_daemon_stat(&mnt, "ram.bytes_served"), (long long)A.size);
+	cr_expect_geq(it_daemon_stat(&mnt, "ssd.hits"), A.chunks);
+	cr_expect_geq(it_daemon_stat(&mnt, "ssd.bytes_served"), (long long)A.size);
+	cr_expect_eq(it_daemon_stat(&mnt, "store.fetches"), 0);
 	it_unmount_ok(&env, &mnt);
 }
 
