@@ -240,6 +240,43 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, c->ttl_s);
 }
 
+/* libfuse's passthrough calls, where it has them (3.16+); without them
+ * pt_possible() keeps passthrough off and these are never reached. */
+#ifdef TIERFS_FUSE_PASSTHROUGH
+static int backing_open(fuse_req_t req, int fd, struct fuse_file_info *fi)
+{
+	int id = fuse_passthrough_open(req, fd);
+
+	if (id > 0)
+		fi->backing_id = id;
+	return id;
+}
+
+static void backing_share(struct fuse_file_info *fi, int id)
+{
+	fi->backing_id = id;
+}
+
+static void backing_close(fuse_req_t req, int id)
+{
+	(void)fuse_passthrough_close(req, id);
+}
+#else
+static int backing_open(fuse_req_t req, int fd, struct fuse_file_info *fi)
+{
+	errno = ENOSYS;
+	return 0;
+}
+
+static void backing_share(struct fuse_file_info *fi, int id)
+{
+}
+
+static void backing_close(fuse_req_t req, int id)
+{
+}
+#endif
+
 static struct pt_inode **pt_slot(struct pt_table *t, uint64_t ino)
 {
 	struct pt_inode **pp = &t->b[ino % PT_BUCKETS];
@@ -293,20 +330,19 @@ static int pt_open(struct fuse_ctx_data *c, fuse_req_t req, uint64_t ino, struct
 			goto out;
 		}
 		e->pt_opens++;
-		fi->backing_id = e->backing_id;
+		backing_share(fi, e->backing_id);
 		*passed = true;
 	} else if (e->own_opens == 0 && atomic_load(&c->pt_on) &&
 		   fs_backing_get(c->fs, f, &fd, &hold) == TFS_OK) {
 		int id;
 
 		errno = 0;
-		id = fuse_passthrough_open(req, fd);
+		id = backing_open(req, fd, fi);
 		close(fd);
 		if (id > 0) {
 			e->backing_id = id;
 			e->hold = hold;
 			e->pt_opens = 1;
-			fi->backing_id = id;
 			*passed = true;
 		} else {
 			/* the kernel said no (privileges: CAP_SYS_ADMIN; a backing
@@ -327,7 +363,7 @@ out:
 	if (e && rc != 0)
 		pt_maybe_free(&c->pt, e);
 	pthread_mutex_unlock(&c->pt.lock);
-	if (rc == 0)
+	if (rc == 0 && (*passed || atomic_load(&c->pt_on)))
 		fs_passthrough_count(c->fs, *passed);
 	return rc;
 }
@@ -343,7 +379,7 @@ static void pt_release(struct fuse_ctx_data *c, fuse_req_t req, uint64_t ino, bo
 	e = *pt_slot(&c->pt, ino);
 	if (e && passed && e->pt_opens > 0) {
 		if (--e->pt_opens == 0) {
-			(void)fuse_passthrough_close(req, e->backing_id);
+			backing_close(req, e->backing_id);
 			hold = e->hold;
 			e->hold = NULL;
 			e->backing_id = 0;
