@@ -105,8 +105,9 @@ static void mount_cache(const char *const *extra)
 }
 
 
-/* Read all of o through the mount; it must be exactly the upload. */
-static void read_ok(const struct obj *o)
+/* Open o through the mount and read it all: exactly the upload.  The
+ * descriptor stays open: the caller closes it. */
+static int open_read_ok(const struct obj *o)
 {
 	char p[PATH_MAX];
 	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
@@ -119,7 +120,13 @@ static void read_ok(const struct obj *o)
 	int64_t bad = it_gen_mismatch(o->seed, 0, buf, o->size);
 	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
 	free(buf);
-	close(fd);
+	return fd;
+}
+
+/* Read all of o through the mount; it must be exactly the upload. */
+static void read_ok(const struct obj *o)
+{
+	close(open_read_ok(o));
 }
 
 /* Poll the daemon's counter until it reaches want (<= 20 s). */
@@ -286,7 +293,9 @@ Test(cache, kill9_while_caching_keeps_every_complete_chunk)
 	it_unmount_ok(&env, &mnt);
 }
 
-Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
+/* Cache A, unmount, and flip the byte of its object file at off (from the
+ * end when negative), as a disk that changed it would. */
+static void cache_a_and_flip_a_byte(off_t off)
 {
 	mount_cache(NULL);
 	read_ok(&A);
@@ -298,14 +307,19 @@ Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
 	int fd = open(victim, O_RDWR);
 	cr_assert_geq(fd, 0, "%s: %s", victim, strerror(errno));
 	struct stat st;
-	fstat(fd, &st);
+	cr_assert_eq(fstat(fd, &st), 0);
+	if (off < 0)
+		off += st.st_size;
 	unsigned char b;
-	off_t off = st.st_size - 100;   /* in the last chunk */
 	cr_assert_eq(pread(fd, &b, 1, off), 1);
 	b ^= 0x5a;
 	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
 	close(fd);
+}
 
+Test(cache, corrupted_chunk_file_is_detected_dropped_and_refetched)
+{
+	cache_a_and_flip_a_byte(-100);   /* in the last chunk */
 	const char *verify[] = { "--verify-reads", NULL };
 	mount_cache(verify);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
@@ -599,23 +613,6 @@ static void passthrough_or_skip(void)
 	}
 }
 
-/* Open path and read it whole, exactly as uploaded, keeping it open. */
-static int open_read_ok(const struct obj *o)
-{
-	char p[PATH_MAX];
-	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, o->key);
-	int fd = open(p, O_RDONLY);
-	cr_assert_geq(fd, 0, "open %s: %s", o->key, strerror(errno));
-	char *buf = malloc(o->size + 1);
-	ssize_t r = it_pread_full(fd, buf, o->size + 1, 0);
-	cr_assert_eq(r, (ssize_t)o->size, "read %s: %zd (%s)", o->key, r,
-		     r < 0 ? strerror(errno) : "");
-	int64_t bad = it_gen_mismatch(o->seed, 0, buf, o->size);
-	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", o->key, (long long)bad);
-	free(buf);
-	return fd;
-}
-
 Test(cache, passthrough_reads_files_wholly_on_ssd_without_the_daemon)
 {
 	mount_cache(NULL);
@@ -718,22 +715,7 @@ Test(cache, passthrough_file_is_not_evicted_while_open)
  * fetched again. */
 Test(cache, passthrough_corruption_is_found_by_the_scrub)
 {
-	mount_cache(NULL);
-	read_ok(&A);
-	wait_stat_geq("ssd.entries", A.chunks);
-	it_unmount_ok(&env, &mnt);
-
-	char victim[PATH_MAX];
-	cr_assert_eq(object_files(victim, sizeof(victim)), 1);
-	int fd = open(victim, O_RDWR);
-	cr_assert_geq(fd, 0, "%s: %s", victim, strerror(errno));
-	unsigned char b;
-	off_t off = 2 * IT_MIB + 70000;   /* chunk 2, its second block */
-	cr_assert_eq(pread(fd, &b, 1, off), 1);
-	b ^= 0x5a;
-	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
-	close(fd);
-
+	cache_a_and_flip_a_byte(2 * IT_MIB + 70000);   /* chunk 2, its second block */
 	const char *scrub[] = { "--scrub-rate", "64M", NULL };
 	mount_cache(scrub);
 	passthrough_or_skip();
