@@ -87,9 +87,9 @@ static const char usage_text[] =
 
 /* (the options continue: C99 compilers need only take 4095 characters in one string) */
 static const char usage_text2[] =
-	"  --passthrough auto|off   auto: the kernel reads a file wholly on SSD by itself\n"
+	"  --passthrough MODE       auto: the kernel reads a file wholly on SSD by itself\n"
 	"                           (FUSE passthrough; needs root, Linux 6.9+), else the\n"
-	"                           daemon serves it (auto)\n"
+	"                           daemon serves it; off: the daemon always does (auto)\n"
 	"  --verify-reads           check every read of SSD bytes against their checksums\n"
 	"                           (turns passthrough off) (default: off)\n"
 	"  --scrub-rate SIZE        SSD bytes re-read and checked per second while the cache\n"
