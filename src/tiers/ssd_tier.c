@@ -2230,13 +2230,13 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		goto refuse;
 	}
 	e->obj->refs++;
-	e->pending = j->spill ? j->data : NULL;
+	e->pending = copy;
 	table_insert(t, e);
-	if (!j->spill)
+	if (!copy)
 		t->q_stores++;
-	queue_push(t, j);
+	queue_push(t, j);   /* the writer owns j (and our copy) from here */
 	pthread_mutex_unlock(&t->lock);
-	if (j->spill)
+	if (copy)
 		release(arg);   /* the caller's buffer: copied */
 	return true;
 refuse:
