@@ -15,7 +15,8 @@
 #include "evict/evict.h"
 
 enum opt_kind {
-	OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA, OPT_POLICY
+	OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA, OPT_POLICY,
+	OPT_AUTO_OFF
 };
 
 struct opt_def {
@@ -53,6 +54,9 @@ static const struct opt_def opt_defs[] = {
 	{ "scan-prefetch", OPT_UINT, OFF(scan_prefetch), 32 },
 	{ "plan-window", OPT_UINT, OFF(plan_window), 65536 },
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
+	{ "passthrough", OPT_AUTO_OFF, OFF(passthrough), 0 },
+	{ "verify-reads", OPT_BOOL, OFF(verify_reads), 0 },
+	{ "scrub-rate", OPT_RA, OFF(scrub_rate), 1ul << 40 },
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
@@ -78,10 +82,12 @@ void config_init(struct tierfs_config *cfg)
 	cfg->ssd_min_free = 5;
 	cfg->ram_policy = EVICT_TINYLFU;
 	cfg->ssd_policy = EVICT_TINYLFU;
+	cfg->passthrough = true;
 	cfg->kernel_readahead = UINT64_MAX;
 	cfg->read_ahead = UINT64_MAX;
 	cfg->read_ahead_files = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
+	cfg->scrub_rate = UINT64_MAX;
 	cfg->scan_prefetch = 16;
 	cfg->plan_window = 256;
 	cfg->stall_timeout_s = 15;
@@ -255,6 +261,14 @@ int config_set(struct tierfs_config *cfg, const char *key, const char *value,
 		}
 		snprintf(err, errlen, "bad value '%s' for '%s' (auto, 0, or a size up to %luG)",
 			 value ? value : "", key, d->max >> 30);
+		return -1;
+	case OPT_AUTO_OFF:
+		if (value && (strcmp(value, "auto") == 0 || strcmp(value, "off") == 0)) {
+			*(bool *)field = strcmp(value, "auto") == 0;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (auto or off)", value ? value : "",
+			 key);
 		return -1;
 	case OPT_POLICY: {
 		int kind = value ? evict_kind_parse(value) : -1;
@@ -460,6 +474,9 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "plan-window = %u\n", cfg->plan_window);
 	dump_auto(f, "read-ahead-mem", cfg->read_ahead_mem);
 	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
+	fprintf(f, "passthrough = %s\n", cfg->passthrough ? "auto" : "off");
+	fprintf(f, "verify-reads = %s\n", cfg->verify_reads ? "true" : "false");
+	dump_auto(f, "scrub-rate", cfg->scrub_rate);
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,

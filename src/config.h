@@ -45,6 +45,11 @@ struct tierfs_config {
 	int ssd_policy;            /* enum evict_kind: the SSD tier's */
 	bool cache_wipe;           /* wipe a cache of another bucket/format/chunk size */
 	bool direct_io;            /* file data bypasses the kernel page cache */
+	bool passthrough;          /* "auto": the kernel reads files wholly on SSD itself
+				    * when it can; false: "off" */
+	bool verify_reads;         /* every read checks its blocks' checksums: no passthrough */
+	uint64_t scrub_rate;       /* SSD bytes re-checked per idle second; 0 = off;
+				    * UINT64_MAX = auto (16 MiB) */
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
 	uint64_t read_ahead;       /* bytes per stream; 0 = off; UINT64_MAX = 8 chunks */
 	unsigned read_ahead_files; /* files read ahead across a directory */

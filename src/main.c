@@ -84,6 +84,17 @@ static const char usage_text[] =
 	"                           at most (and half of --read-ahead-mem) (256)\n"
 	"  --direct-io              file data bypasses the kernel page cache: one copy per\n"
 	"                           read instead of two, no double caching (default: off)\n"
+	;
+
+/* (the options continue: C99 compilers need only take 4095 characters in one string) */
+static const char usage_text2[] =
+	"  --passthrough MODE       auto: the kernel reads a file wholly on SSD by itself\n"
+	"                           (FUSE passthrough; needs root, Linux 6.9+), else the\n"
+	"                           daemon serves it; off: the daemon always does (auto)\n"
+	"  --verify-reads           check every read of SSD bytes against their checksums\n"
+	"                           (turns passthrough off) (default: off)\n"
+	"  --scrub-rate SIZE        SSD bytes re-read and checked per second while the cache\n"
+	"                           disk's writer is idle; 0 = off, auto = 16M (auto)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
@@ -229,6 +240,9 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
+		/* readers' chunks the writer is behind on: copies, beyond --ram-size */
+		.spill_max = cfg->chunk_size * 4 > (64u << 20) ? cfg->chunk_size * 4 : 64u << 20,
+		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,
 		.wipe = cfg->cache_wipe,
 	};
 	rc = ssd_tier_open(&sc, out, err, sizeof(err));
@@ -582,6 +596,7 @@ static int cmd_mount(int argc, char **argv)
 			 * smallest chunk size (64K) within FS_READ_MAX_IOV */
 			.max_read = 1u << 20,
 			.direct_io = cfg.direct_io,
+			.passthrough = cfg.passthrough && !cfg.verify_reads,
 			.kernel_readahead_kb = (unsigned)((cfg.kernel_readahead == UINT64_MAX
 							   ? 2 * cfg.chunk_size
 							   : cfg.kernel_readahead) / 1024),
@@ -640,6 +655,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
+		fputs(usage_text2, stdout);
 		fputs(usage_creds_text, stdout);
 		fputs("\nControl commands (over the mount's control socket, docs/control.md):\n", stdout);
 		cli_usage(stdout);

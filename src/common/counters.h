@@ -58,7 +58,7 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(io_errors, TFS_CK_COUNT, TFS_CU_COUNT, "tier_io_errors_total", \
 	  "I/O errors of the tier.", NULL) \
 	X(dropped, TFS_CK_COUNT, TFS_CU_COUNT, "tier_dropped_total", \
-	  "Chunks dropped instead of stored.", NULL) \
+	  "Chunks dropped instead of stored.", "dropped") \
 	X(rejected, TFS_CK_COUNT, TFS_CU_COUNT, "tier_rejected_total", \
 	  "Chunks the admission policy refused.", "rejected") \
 	X(waits, TFS_CK_COUNT, TFS_CU_COUNT, "tier_waits_total", \
@@ -134,6 +134,16 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  NULL, "Bytes fetched from the store.", NULL, cc.store_bytes) \
 	X(STORE_ERRORS, "store", "errors", TFS_CK_COUNT, TFS_CU_COUNT, "store_errors_total", NULL, \
 	  "Chunk fetches that failed.", NULL, cc.store_errors) \
+	X(PT_ON, "passthrough", "on", TFS_CK_STATE, TFS_CU_BOOL, "passthrough_on", NULL, \
+	  "1 when the kernel reads files wholly on SSD itself (FUSE passthrough).", \
+	  "passthrough", fst.passthrough) \
+	X(PT_OPENS, "passthrough", "opens", TFS_CK_COUNT, TFS_CU_COUNT, "passthrough_opens_total", \
+	  NULL, "Opens handed to the kernel to read from the SSD tier's file.", \
+	  "passthrough opens", fst.pt_opens) \
+	X(PT_DECLINED, "passthrough", "declined", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "passthrough_declined_total", NULL, \
+	  "Opens served by the daemon while passthrough is on (not all on SSD, or busy).", NULL, \
+	  fst.pt_declined) \
 	X(FS_OPEN_FILES, "fs", "open_files", TFS_CK_STATE, TFS_CU_COUNT, "open_files", NULL, \
 	  "Files open on the mount.", NULL, fst.open_files) \
 	X(FS_UNSAFE_KEYS, "fs", "unsafe_keys", TFS_CK_COUNT, TFS_CU_COUNT, "unsafe_keys_total", \

@@ -78,11 +78,13 @@ struct ssd_tier;
 struct fs_dir;
 struct fs_file;
 
-/* Read result: iov[0..n) point into referenced chunk buffers; hand them to
- * the kernel, then fs_read_done().  Total bytes in `bytes`. */
+/* Read result: iov[0..n) point into referenced chunk buffers (refs[i]),
+ * or into buffers of blocks read from SSD (spans[i]); hand them to the
+ * kernel, then fs_read_done().  Total bytes in `bytes`. */
 struct fs_read {
 	struct iovec iov[FS_READ_MAX_IOV];
-	struct chunk_ref *refs[FS_READ_MAX_IOV];
+	struct chunk_ref *refs[FS_READ_MAX_IOV];   /* or NULL */
+	void *spans[FS_READ_MAX_IOV];              /* or NULL */
 	size_t n;
 	size_t bytes;
 };
@@ -98,6 +100,9 @@ struct fs_stats {
 	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
 	uint64_t scan_files, scan_bytes;   /* fetched for jobs consuming a directory */
 	uint64_t plan_files, plan_bytes;   /* fetched ahead for the loader's plan */
+	bool passthrough;              /* the kernel reads files wholly on SSD itself */
+	uint64_t pt_opens;             /* opens handed to the kernel */
+	uint64_t pt_declined;          /* opens served by the daemon while passthrough is on */
 };
 
 /* NULL on bad config or out of memory. */
@@ -134,6 +139,28 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r);
 void fs_read_done(struct tfs_fs *fs, struct fs_read *r);
 void fs_release(struct tfs_fs *fs, struct fs_file *f);
+
+/* ---- the kernel reading a file by itself (FUSE passthrough) ----------
+ * A file whose every byte is on the SSD tier can be handed to the kernel
+ * as the file the SSD tier keeps it in (its offsets are the object's):
+ * reads then never reach the daemon.  A hold keeps that file's bytes from
+ * eviction while the kernel may read it. */
+struct fs_backing;
+
+/* f's version wholly on SSD: TFS_OK with *fd (read-only; the caller
+ * closes it) and *out, a hold on those bytes until fs_backing_put().
+ * TFS_MISS when not all on SSD (or no SSD tier, or the version was
+ * superseded); TFS_E_NOMEM. */
+int fs_backing_get(struct tfs_fs *fs, struct fs_file *f, int *fd, struct fs_backing **out);
+/* Drop the hold (NULL: no-op). */
+void fs_backing_put(struct tfs_fs *fs, struct fs_backing *b);
+/* Is f open at the version b holds? */
+bool fs_backing_same(const struct fs_backing *b, const struct fs_file *f);
+/* The FUSE edge tells whether passthrough is on for this mount (decided
+ * at mount time: kernel, privileges, library, options), and counts each
+ * open it handed to the kernel (passed) or served itself while on. */
+void fs_passthrough_set(struct tfs_fs *fs, bool on);
+void fs_passthrough_count(struct tfs_fs *fs, bool passed);
 
 /* The fs's own counters (also among fs_counters()). */
 void fs_stats(struct tfs_fs *fs, struct fs_stats *out);

@@ -181,6 +181,10 @@ struct tfs_fs {
 	struct plan_slot plans;
 	bool plans_ready;             /* plans was set up (fs_free) */
 	atomic_uint_fast64_t plan_files, plan_bytes;
+	/* the kernel reading cached files itself (FUSE passthrough): on for
+	 * this mount, opens handed to it, opens served here while on */
+	atomic_bool passthrough;
+	atomic_uint_fast64_t pt_opens, pt_declined;
 	/* the access trace an operator started (fs_trace_start) */
 	pthread_mutex_t trace_lock;
 	struct access_trace *trace;

@@ -215,6 +215,9 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->scan_bytes = atomic_load(&fs->scan_bytes);
 	out->plan_files = atomic_load(&fs->plan_files);
 	out->plan_bytes = atomic_load(&fs->plan_bytes);
+	out->passthrough = atomic_load(&fs->passthrough);
+	out->pt_opens = atomic_load(&fs->pt_opens);
+	out->pt_declined = atomic_load(&fs->pt_declined);
 	out->ra_refused = fs->pool ? prefetch_pool_refused(fs->pool) : 0;
 	out->ra_held = fs->pool ? prefetch_pool_held(fs->pool) : 0;
 	pthread_mutex_lock(&fs->lock);

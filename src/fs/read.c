@@ -166,7 +166,7 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 
 int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r)
 {
-	uint64_t cs = fs->cfg.chunk_size, end;
+	uint64_t cs = fs->cfg.chunk_size, end, ram_bytes = 0;
 	struct chunk_obj o = { f->key, f->ver->etag, f->ver->cache_id, f->ver->size };
 	int rc = TFS_OK;
 
@@ -182,18 +182,24 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 	if (fs->pool)
 		ra_file_read(fs, f, off, end - off);
 	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
-		struct chunk_ref *ref;
 		uint64_t cstart = idx * cs, from, to;
+		const void *data;
 
+		from = off > cstart ? off - cstart : 0;
+		to = end - cstart < cs ? end - cstart : cs;
 		/* the cache never hands out a chunk of another length than
 		 * this version's (TFS_E_STALE) */
-		rc = chunk_cache_get(fs->cache, &o, idx, &ref);
+		rc = chunk_cache_read(fs->cache, &o, idx, (size_t)from, (size_t)(to - from),
+				      &r->refs[r->n], &r->spans[r->n], &data);
 		if (rc != TFS_OK)
 			break;
-		from = off > cstart ? off - cstart : 0;
-		to = end - cstart < chunk_ref_len(ref) ? end - cstart : chunk_ref_len(ref);
-		r->refs[r->n] = ref;
-		r->iov[r->n].iov_base = (char *)chunk_ref_data(ref) + from;
+		if (r->refs[r->n]) {
+			size_t clen = chunk_ref_len(r->refs[r->n]);
+
+			to = to < clen ? to : clen;
+			ram_bytes += to - from;
+		}
+		r->iov[r->n].iov_base = (void *)(uintptr_t)data;
 		r->iov[r->n].iov_len = (size_t)(to - from);
 		r->bytes += (size_t)(to - from);
 		r->n++;
@@ -206,11 +212,12 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		fs_read_done(fs, r);
 		return rc;
 	}
-	chunk_cache_count_served(fs->cache, r->bytes);
+	chunk_cache_count_served(fs->cache, ram_bytes);
 	/* a file read once this epoch: each chunk this read finishes is of
 	 * no more use until the next epoch, and the first to leave RAM */
 	for (size_t i = 0; f->once && i < r->n; i++)
-		if ((const char *)r->iov[i].iov_base + r->iov[i].iov_len ==
+		if (r->refs[i] &&
+		    (const char *)r->iov[i].iov_base + r->iov[i].iov_len ==
 		    (const char *)chunk_ref_data(r->refs[i]) + chunk_ref_len(r->refs[i])) {
 			chunk_cache_read_done(fs->cache, r->refs[i]);
 			scan_room_made(fs);   /* room for a scan's fetch that found none */
@@ -220,8 +227,11 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 
 void fs_read_done(struct tfs_fs *fs, struct fs_read *r)
 {
-	for (size_t i = 0; i < r->n; i++)
-		chunk_ref_put(r->refs[i]);
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->refs[i])
+			chunk_ref_put(r->refs[i]);
+		free(r->spans[i]);
+	}
 	r->n = 0;
 	r->bytes = 0;
 }
@@ -233,4 +243,74 @@ void fs_release(struct tfs_fs *fs, struct fs_file *f)
 	atomic_fetch_sub(&fs->open_files, 1);
 	fs_handle_del(fs, &f->link);
 	fs_file_free(f);
+}
+
+/* ---- the kernel reading a file by itself -------------------------------- */
+
+struct fs_backing {
+	uint64_t size;
+	char etag[OBJ_ETAG_MAX];
+	char cache_id[CACHE_ID_MAX];
+	char key[];
+};
+
+static struct chunk_obj backing_obj(const struct fs_backing *b)
+{
+	return (struct chunk_obj){ b->key, b->etag, b->cache_id, b->size };
+}
+
+int fs_backing_get(struct tfs_fs *fs, struct fs_file *f, int *fd, struct fs_backing **out)
+{
+	size_t kl = strlen(f->key);
+	struct fs_backing *b;
+	struct chunk_obj o;
+	int rc;
+
+	*fd = -1;
+	*out = NULL;
+	if (atomic_load_explicit(&f->ver->superseded, memory_order_acquire) || f->ver->size == 0)
+		return TFS_MISS;
+	b = malloc(sizeof(*b) + kl + 1);
+	if (!b)
+		return TFS_E_NOMEM;
+	b->size = f->ver->size;
+	snprintf(b->etag, sizeof(b->etag), "%s", f->ver->etag);
+	snprintf(b->cache_id, sizeof(b->cache_id), "%s", f->ver->cache_id);
+	memcpy(b->key, f->key, kl + 1);
+	o = backing_obj(b);
+	rc = chunk_cache_backing_open(fs->cache, &o, fd);
+	if (rc != TFS_OK) {
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return TFS_OK;
+}
+
+void fs_backing_put(struct tfs_fs *fs, struct fs_backing *b)
+{
+	struct chunk_obj o;
+
+	if (!b)
+		return;
+	o = backing_obj(b);
+	chunk_cache_backing_release(fs->cache, &o);
+	free(b);
+}
+
+bool fs_backing_same(const struct fs_backing *b, const struct fs_file *f)
+{
+	return b->size == f->ver->size && strcmp(b->cache_id, f->ver->cache_id) == 0 &&
+	       strcmp(b->key, f->key) == 0;
+}
+
+void fs_passthrough_set(struct tfs_fs *fs, bool on)
+{
+	atomic_store(&fs->passthrough, on);
+}
+
+void fs_passthrough_count(struct tfs_fs *fs, bool passed)
+{
+	atomic_fetch_add_explicit(passed ? &fs->pt_opens : &fs->pt_declined, 1,
+				  memory_order_relaxed);
 }

@@ -10,17 +10,50 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <linux/capability.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/tfs_err.h"
+
+/* ---- passthrough: the kernel reads a file wholly on SSD by itself ----
+ *
+ * The kernel ties a backing file to the inode, not to one open: while an
+ * open of an inode reads through passthrough, every other open of it must
+ * name the same backing file, and an inode with opens the daemon serves
+ * (through the page cache) refuses a passthrough open; breaking either
+ * rule fails the user's open() with EIO.  So each inode with open files
+ * has an entry here: the backing id its passthrough opens share, with the
+ * SSD tier's hold on that file (taken with the first, dropped after the
+ * backing id is closed at the last release: the kernel reads the file
+ * until then, and a hole punched under it would read as zeros), and the
+ * count of the opens the daemon serves.  Entries live while either count
+ * is not 0: at most one per open file.  The kernel drops an open's use of
+ * the backing file before it sends RELEASE, so these counts are never
+ * below the kernel's.  A passthrough open's handle has bit 0 set. */
+#define PT_BUCKETS 1024
+
+struct pt_inode {
+	struct pt_inode *next;
+	uint64_t ino;
+	int backing_id;            /* > 0 while pt_opens > 0 */
+	unsigned pt_opens, own_opens;
+	struct fs_backing *hold;   /* while pt_opens > 0 */
+};
+
+struct pt_table {
+	pthread_mutex_t lock;
+	struct pt_inode *b[PT_BUCKETS];
+};
 
 struct fuse_ctx_data {
 	struct tfs_fs *fs;
@@ -32,11 +65,24 @@ struct fuse_ctx_data {
 	const char *mountpoint;
 	unsigned readahead_kb;     /* 0 = leave the kernel's default */
 	atomic_bool readahead_set;
+	bool pt_want;              /* asked for, and possible as far as known before INIT */
+	atomic_bool pt_on;         /* decided at INIT; off again if the kernel refuses */
+	struct pt_table pt;
 };
 
 static struct fuse_ctx_data *ctx_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+static struct fs_file *file_of(const struct fuse_file_info *fi)
+{
+	return (struct fs_file *)(uintptr_t)(fi->fh & ~(uint64_t)1);
+}
+
+static bool passed_of(const struct fuse_file_info *fi)
+{
+	return fi->fh & 1;
 }
 
 static void reply_rc(fuse_req_t req, int rc)
@@ -70,6 +116,35 @@ static void entry_from_attr(const struct fs_attr *a, double ttl, struct fuse_ent
 	attr_to_stat(a, &e->attr);
 }
 
+/* Is the kernel's passthrough available to this mount?  Decided once, at
+ * INIT; the reason it is not goes to the log and `tierfs stats` shows
+ * passthrough.on = false. */
+static void pt_init(struct fuse_ctx_data *c, struct fuse_conn_info *conn)
+{
+#ifdef TIERFS_FUSE_PASSTHROUGH
+	if (!c->pt_want)
+		goto off;
+	if (!(conn->capable & FUSE_CAP_PASSTHROUGH)) {
+		log_warn("passthrough: the kernel does not offer FUSE passthrough (Linux 6.9 or "
+			 "later built with CONFIG_FUSE_PASSTHROUGH); cached files are read through "
+			 "the daemon");
+		goto off;
+	}
+	conn->want |= FUSE_CAP_PASSTHROUGH;
+	/* the cache directory may be on a stacked filesystem (overlayfs in a
+	 * container): then nothing may stack over this mount instead */
+	conn->max_backing_stack_depth = FUSE_BACKING_STACKED_OVER;
+	atomic_store(&c->pt_on, true);
+	fs_passthrough_set(c->fs, true);
+	log_info("passthrough: on: the kernel reads files wholly on SSD by itself");
+	return;
+off:
+#endif
+	(void)conn;
+	atomic_store(&c->pt_on, false);
+	fs_passthrough_set(c->fs, false);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fuse_ctx_data *c = userdata;
@@ -86,6 +161,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* libfuse insists that init() agrees with the max_read mount option */
 	conn->max_read = c->max_read;
+	pt_init(c, conn);
 	if (c->ready)
 		c->ready(c->ready_ctx);
 }
@@ -164,11 +240,164 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, c->ttl_s);
 }
 
+/* libfuse's passthrough calls, where it has them (3.16+); without them
+ * pt_possible() keeps passthrough off and these are never reached. */
+#ifdef TIERFS_FUSE_PASSTHROUGH
+static int backing_open(fuse_req_t req, int fd, struct fuse_file_info *fi)
+{
+	int id = fuse_passthrough_open(req, fd);
+
+	if (id > 0)
+		fi->backing_id = id;
+	return id;
+}
+
+static void backing_share(struct fuse_file_info *fi, int id)
+{
+	fi->backing_id = id;
+}
+
+static void backing_close(fuse_req_t req, int id)
+{
+	(void)fuse_passthrough_close(req, id);
+}
+#else
+static int backing_open(fuse_req_t req, int fd, struct fuse_file_info *fi)
+{
+	errno = ENOSYS;
+	return 0;
+}
+
+static void backing_share(struct fuse_file_info *fi, int id)
+{
+}
+
+static void backing_close(fuse_req_t req, int id)
+{
+}
+#endif
+
+static struct pt_inode **pt_slot(struct pt_table *t, uint64_t ino)
+{
+	struct pt_inode **pp = &t->b[ino % PT_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Unlink and free e when no open uses it (t->lock held). */
+static void pt_maybe_free(struct pt_table *t, struct pt_inode *e)
+{
+	struct pt_inode **pp;
+
+	if (e->pt_opens || e->own_opens)
+		return;
+	pp = pt_slot(t, e->ino);
+	*pp = e->next;
+	free(e);
+}
+
+/* Count the open of f (inode ino) as passthrough or served here, and
+ * choose: passthrough when the inode's other opens are passthrough at the
+ * same version, or when it has no other open and f's version is wholly
+ * on SSD.  0 (fi->backing_id set for a passthrough open, *passed), or
+ * -EBUSY: the inode is open through passthrough at another version (the
+ * object changed), which the kernel cannot mix with this one. */
+static int pt_open(struct fuse_ctx_data *c, fuse_req_t req, uint64_t ino, struct fs_file *f,
+		   struct fuse_file_info *fi, bool *passed)
+{
+	struct pt_inode **pp, *e;
+	struct fs_backing *hold = NULL;
+	int rc = 0, fd;
+
+	*passed = false;
+	pthread_mutex_lock(&c->pt.lock);
+	pp = pt_slot(&c->pt, ino);
+	e = *pp;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		e->ino = ino;
+		*pp = e;
+	}
+	if (e->pt_opens > 0) {
+		if (!fs_backing_same(e->hold, f)) {
+			rc = -EBUSY;
+			goto out;
+		}
+		e->pt_opens++;
+		backing_share(fi, e->backing_id);
+		*passed = true;
+	} else if (e->own_opens == 0 && atomic_load(&c->pt_on) &&
+		   fs_backing_get(c->fs, f, &fd, &hold) == TFS_OK) {
+		int id;
+
+		errno = 0;
+		id = backing_open(req, fd, fi);
+		close(fd);
+		if (id > 0) {
+			e->backing_id = id;
+			e->hold = hold;
+			e->pt_opens = 1;
+			*passed = true;
+		} else {
+			/* the kernel said no (privileges: CAP_SYS_ADMIN; a backing
+			 * filesystem it cannot stack on): no use asking again */
+			fs_backing_put(c->fs, hold);
+			if (atomic_exchange(&c->pt_on, false)) {
+				fs_passthrough_set(c->fs, false);
+				log_warn("passthrough: the kernel refused a backing file (%s); off for "
+					 "this mount, cached files are read through the daemon",
+					 errno ? strerror(errno) : "no reason given");
+			}
+			e->own_opens++;
+		}
+	} else {
+		e->own_opens++;
+	}
+out:
+	if (e && rc != 0)
+		pt_maybe_free(&c->pt, e);
+	pthread_mutex_unlock(&c->pt.lock);
+	if (rc == 0 && (*passed || atomic_load(&c->pt_on)))
+		fs_passthrough_count(c->fs, *passed);
+	return rc;
+}
+
+/* An open counted by pt_open() is over: at the inode's last passthrough
+ * release, its backing id is closed, then the hold dropped. */
+static void pt_release(struct fuse_ctx_data *c, fuse_req_t req, uint64_t ino, bool passed)
+{
+	struct fs_backing *hold = NULL;
+	struct pt_inode *e;
+
+	pthread_mutex_lock(&c->pt.lock);
+	e = *pt_slot(&c->pt, ino);
+	if (e && passed && e->pt_opens > 0) {
+		if (--e->pt_opens == 0) {
+			backing_close(req, e->backing_id);
+			hold = e->hold;
+			e->hold = NULL;
+			e->backing_id = 0;
+		}
+	} else if (e && !passed && e->own_opens > 0) {
+		e->own_opens--;
+	}
+	if (e)
+		pt_maybe_free(&c->pt, e);
+	pthread_mutex_unlock(&c->pt.lock);
+	fs_backing_put(c->fs, hold);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fuse_ctx_data *c = ctx_of(req);
 	struct fs_file *f;
-	bool keep = false;
+	bool keep = false, passed = false;
 	int rc;
 
 	ensure_readahead(c);
@@ -181,22 +410,46 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_rc(req, rc);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = keep;
 	/* --direct-io: no kernel page cache for file data (reads are served
 	 * from the tiers every time, with one copy instead of two, and no
 	 * second copy of cached bytes in RAM) */
 	fi->direct_io = ctx_of(req)->direct_io;
 	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) != 0)
-		fs_release(c->fs, f);   /* the open was interrupted */
+	if (c->pt_want) {
+		int err = pt_open(c, req, ino, f, fi, &passed);
+
+		if (err) {
+			if (err == -EBUSY)
+				log_info("passthrough: inode %llu is open at an older version; a "
+					 "newer one can be opened once those close",
+					 (unsigned long long)ino);
+			fs_release(c->fs, f);
+			fuse_reply_err(req, -err);
+			return;
+		}
+		if (passed) {
+			/* the backing file's page cache serves it; the kernel
+			 * refuses (EIO) a passthrough open with any flag but
+			 * direct_io, noflush and parallel direct writes */
+			fi->direct_io = 0;
+			fi->keep_cache = 0;
+		}
+	}
+	fi->fh = (uint64_t)(uintptr_t)f | (passed ? 1 : 0);
+	if (fuse_reply_open(req, fi) != 0) {
+		/* the open was interrupted */
+		if (c->pt_want)
+			pt_release(c, req, ino, passed);
+		fs_release(c->fs, f);
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fuse_ctx_data *c = ctx_of(req);
-	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct fs_file *f = file_of(fi);
 	struct fs_read r;
 	int rc;
 
@@ -216,7 +469,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fs_release(ctx_of(req)->fs, (struct fs_file *)(uintptr_t)fi->fh);
+	struct fuse_ctx_data *c = ctx_of(req);
+
+	if (c->pt_want)
+		pt_release(c, req, ino, passed_of(fi));
+	fs_release(c->fs, file_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -474,11 +731,51 @@ static void set_kernel_readahead(const char *mountpoint, unsigned kb)
 	log_info("kernel readahead of %s set to %u KiB", mountpoint, kb);
 }
 
+/* Does this process have CAP_SYS_ADMIN, which the kernel asks of a
+ * daemon that hands it backing files? */
+static bool has_sys_admin(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) != 0)
+		return false;
+	return d[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
+}
+
+/* Passthrough as far as can be known before the kernel's INIT: asked
+ * for, an SSD tier to read from, a libfuse with the API, the privilege.
+ * Why not goes to the log (the kernel's part is decided at INIT). */
+static bool pt_possible(struct tfs_fs *fs, const struct tierfs_mount_opts *o)
+{
+	if (!o->passthrough)
+		return false;
+	if (!fs_has_ssd(fs)) {
+		log_info("passthrough: off: no --cache-dir, nothing on SSD for the kernel to read");
+		return false;
+	}
+#ifndef TIERFS_FUSE_PASSTHROUGH
+	log_warn("passthrough: this tierfs was built with libfuse %d.%d, which has no "
+		 "passthrough API (3.16 or later: scripts/build-libfuse.sh); cached files are "
+		 "read through the daemon", FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
+	return false;
+#else
+	if (!has_sys_admin()) {
+		log_warn("passthrough: the kernel lets only a daemon with CAP_SYS_ADMIN hand it "
+			 "backing files; cached files are read through the daemon");
+		return false;
+	}
+	return true;
+#endif
+}
+
 int tierfs_fuse_serve(struct tfs_fs *fs, const struct tierfs_mount_opts *o,
 		      tierfs_ready_fn ready, void *ready_ctx, char *err, size_t errlen)
 {
 	struct fuse_ctx_data c = { fs, o->ttl_s, (unsigned)o->max_read, ready, ready_ctx,
-				   o->direct_io, o->mountpoint, o->kernel_readahead_kb, false };
+				   o->direct_io, o->mountpoint, o->kernel_readahead_kb, false,
+				   pt_possible(fs, o), false, { PTHREAD_MUTEX_INITIALIZER, { 0 } } };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *loop = NULL;
 	char opts[2048];

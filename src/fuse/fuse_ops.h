@@ -20,6 +20,9 @@ struct tierfs_mount_opts {
 	uint64_t max_read;         /* largest read the kernel may send */
 	unsigned kernel_readahead_kb; /* 0 = leave the kernel's default */
 	bool direct_io;            /* open files with FOPEN_DIRECT_IO (no page cache) */
+	bool passthrough;          /* hand the kernel the SSD tier's file of an object
+				    * wholly there (FUSE passthrough), when the kernel,
+				    * the privileges and libfuse allow it */
 };
 
 /* Called once the mount is up and answering (from the serving thread). */

@@ -239,6 +239,54 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 	return chain_get(cc, o, index, RAM_READ, WB_READER, out, &fetched);
 }
 
+int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     size_t off, size_t len, struct chunk_ref **ref, void **span,
+		     const void **data)
+{
+	struct chunk_id id = { o->key, o->cache_id, index };
+	size_t want = chunk_cache_chunk_len(cc, o->size, index), so, sl;
+	struct chunk_ref *r;
+	bool fetched;
+	void *buf;
+	int rc;
+
+	*ref = NULL;
+	*span = NULL;
+	*data = NULL;
+	trace_access(cc, &id);
+	if (cc->ssd && off + len <= want) {
+		/* RAM first (a hit takes no SSD lock); absent, the SSD's
+		 * blocks, when it holds the chunk */
+		rc = ram_tier_lookup(cc->ram, &id, want, RAM_PEEK, &r);
+		if (rc == TFS_OK && chunk_ref_len(r) != want) {
+			chunk_ref_put(r);   /* see chain_get: an ETag reused */
+			return TFS_E_STALE;
+		}
+		if (rc == TFS_OK) {
+			*ref = r;
+			*data = (const char *)chunk_ref_data(r) + off;
+			return TFS_OK;
+		}
+		if (rc != TFS_MISS)
+			return rc;   /* the fill we waited for failed */
+		buf = ssd_tier_contains(cc->ssd, &id) == want ? malloc(ssd_tier_span_max(len))
+							       : NULL;
+		if (buf && ssd_tier_read_range(cc->ssd, &id, want, off, len, buf, &so, &sl) ==
+				   TFS_OK) {
+			*span = buf;
+			*data = (const char *)buf + (off - so);
+			return TFS_OK;
+		}
+		free(buf);   /* not there, or a bad copy (dropped): the chain fetches it */
+	}
+	rc = chain_get(cc, o, index, RAM_READ, WB_READER, &r, &fetched);
+	if (rc != TFS_OK)
+		return rc;
+	*ref = r;
+	*data = (const char *)chunk_ref_data(r) + off;
+	return TFS_OK;
+}
+
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
 			 bool epoch)
 {
@@ -277,6 +325,20 @@ int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, 
 	if (rc == TFS_OK)
 		chunk_ref_put(ref);
 	return rc;
+}
+
+int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, int *fd)
+{
+	*fd = -1;
+	if (!cc->ssd)
+		return TFS_MISS;
+	return ssd_tier_object_open(cc->ssd, o->key, o->cache_id, o->size, fd);
+}
+
+void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o)
+{
+	if (cc->ssd)
+		ssd_tier_object_release(cc->ssd, o->key, o->cache_id);
 }
 
 static void release_buf(void *buf)

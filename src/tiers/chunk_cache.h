@@ -76,6 +76,25 @@ size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64
 int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
 		    struct chunk_ref **out);
 
+/* A reader's bytes [off, off + len) of chunk index of o (len > 0, within
+ * the chunk): *data points to them.  From RAM: *ref is the chunk's
+ * reference (chunk_ref_put() it).  Absent from RAM but on SSD: only the
+ * 64 KiB blocks that cover the range are read and checked, into a buffer
+ * of ours, *span (free() it), and nothing enters RAM: a random 1 MiB read
+ * costs 1 MiB of SSD reads, not a whole chunk promoted.  Otherwise as
+ * chunk_cache_get() (*ref set).  Errors as chunk_cache_get(). */
+int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     size_t off, size_t len, struct chunk_ref **ref, void **span,
+		     const void **data);
+
+/* The SSD tier's file of o, when every chunk of o is stored there, for
+ * the kernel to read by itself (FUSE passthrough): TFS_OK with *fd (a
+ * read-only descriptor the caller closes) and o held: none of its chunks
+ * is evicted or punched out until chunk_cache_backing_release(o).
+ * TFS_MISS otherwise (no SSD tier, a chunk missing, the tier degraded). */
+int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, int *fd);
+void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o);
+
 /* Bring chunk index of o into the RAM tier ahead of its reader (from SSD,
  * or the store, then queued for SSD like a reader's chunk, waiting for
  * room in the SSD tier's queue where a reader's would be dropped).

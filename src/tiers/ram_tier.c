@@ -744,7 +744,7 @@ static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
 int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 		    enum ram_mode mode, struct chunk_ref **out)
 {
-	bool ahead = mode != RAM_READ, epoch = mode == RAM_AHEAD_EPOCH;
+	bool ahead = mode == RAM_AHEAD || mode == RAM_AHEAD_EPOCH, epoch = mode == RAM_AHEAD_EPOCH;
 	uint64_t h = chunk_hash(id);
 	size_t size = buf_size(t, expect_len);
 	pthread_mutex_t *sl = stripe_of(t, h);
@@ -790,6 +790,10 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 			atomic_fetch_add_explicit(&t->hits, 1, memory_order_relaxed);
 			*out = s;
 			return TFS_OK;
+		}
+		if (mode == RAM_PEEK) {
+			pthread_mutex_unlock(sl);
+			return TFS_MISS;  /* absent: the caller reads below */
 		}
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */

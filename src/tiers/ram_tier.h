@@ -58,8 +58,12 @@ void ram_tier_free(struct ram_tier *t);   /* every ref must be put first */
  *                   evicted for it, never one the epoch has yet to read:
  *                   fetching one file early at the cost of fetching
  *                   another again is no gain.  TFS_AGAIN (dropped) when
- *                   there is no such slot. */
-enum ram_mode { RAM_READ, RAM_AHEAD, RAM_AHEAD_EPOCH };
+ *                   there is no such slot.
+ *  RAM_PEEK         a reader that reads a copy below itself when the chunk
+ *                   is absent: a hit (or a wait for a fill in flight) as
+ *                   RAM_READ; absent, TFS_MISS with no reference and no
+ *                   slot taken (not counted: the caller's next lookup is). */
+enum ram_mode { RAM_READ, RAM_AHEAD, RAM_AHEAD_EPOCH, RAM_PEEK };
 
 /* Look chunk id up.
  *   TFS_OK     *out references the chunk, filled: a hit, perhaps after

@@ -106,6 +106,8 @@ struct ssd_entry {
 	bool touched;                /* access stats changed since loaded */
 	bool pinned;                 /* an operator pinned it: kept out of the policy */
 	enum entry_state state;
+	const unsigned char *pending; /* PENDING with its bytes in our copy (a spilled
+				     * job's): readers copy from it (under lock) */
 	uint32_t *sums;              /* into the allocation: the blocks' checksums */
 	const char *etag;            /* into key[] */
 	char key[];                  /* key '\0' etag '\0', then the sums */
@@ -125,6 +127,8 @@ struct job {
 	char *key, *keep;            /* DROP: one allocation; keep may be NULL */
 	int fd;                      /* STORE, in a batch: its object's file */
 	bool reserved;               /* STORE: its bytes are in t->reserved */
+	bool spill;                  /* STORE: data is our copy (malloc'd, in t->spill_used),
+				    * not the caller's buffer; release is not called */
 };
 
 struct ssd_tier {
@@ -146,7 +150,8 @@ struct ssd_tier {
 	enum evict_kind policy_kind;
 	struct plan_slot *plans;     /* the loader's plan; NULL = none (under lock) */
 	struct job *q_head, *q_tail;
-	unsigned q_stores, q_drops;
+	unsigned q_stores, q_drops;  /* q_stores: jobs on callers' buffers (<= queue_max) */
+	uint64_t spill_used, spill_max;  /* bytes of copies queued (<= spill_max) */
 	uint64_t seq_queued, seq_done;
 	struct ssd_entry *doomed;
 	bool doomed_busy;            /* the writer is deleting a doomed batch */
@@ -161,6 +166,7 @@ struct ssd_tier {
 	unsigned min_free_pct;
 	unsigned queue_max;
 	bool verify;                 /* read each chunk back before its record */
+	uint64_t scrub_rate;         /* bytes per idle second the writer scrubs */
 	struct cache_index *ix;
 	unsigned char *rbuf;         /* writer-only: a chunk read back (DIO aligned) */
 	pthread_mutex_t scrub_lock;  /* one scrub at a time; its buffer */
@@ -932,6 +938,20 @@ static bool job_verify(struct ssd_tier *t, struct job *j)
 	return true;
 }
 
+/* A store job's data is no longer needed: the caller's buffer released,
+ * or our copy freed. */
+static void job_release(struct ssd_tier *t, struct job *j)
+{
+	if (j->spill) {
+		free((void *)(uintptr_t)j->data);
+		pthread_mutex_lock(&t->lock);
+		t->spill_used -= j->len;
+		pthread_mutex_unlock(&t->lock);
+	} else {
+		j->release(j->arg);
+	}
+}
+
 /* Finish a store job the batch could not keep: its bytes punched out, its
  * entry gone, its buffer released. */
 static void job_abandon(struct ssd_tier *t, struct job *j)
@@ -940,13 +960,14 @@ static void job_abandon(struct ssd_tier *t, struct job *j)
 
 	pthread_mutex_lock(&t->lock);
 	table_remove(t, e);
+	e->pending = NULL;
 	if (j->reserved)
 		t->reserved -= e->bytes;
 	pthread_mutex_unlock(&t->lock);
 	if (j->fd >= 0)
 		close(j->fd);
 	entry_destroy(t, e);   /* no record: the delete finds none */
-	j->release(j->arg);
+	job_release(t, j);
 }
 
 /* Store jobs js[0..n), written (job_write) and still holding their files
@@ -1008,13 +1029,14 @@ synced:
 		table_remove(t, e);
 		t->reserved -= e->bytes;
 		e->state = ENTRY_STORED;
+		e->pending = NULL;
 		e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
 		e->checked = (uint64_t)clock_coarse_ms() / 1000;
 		table_insert(t, e);
 		pthread_mutex_unlock(&t->lock);
 		STAT_ADD(t, insertions, 1);
 		STAT_ADD(t, bytes_fetched, j->len);
-		j->release(j->arg);
+		job_release(t, j);
 	}
 	if (rc == TFS_OK && atomic_load(&t->degraded) && !in_backoff(t) &&
 	    atomic_exchange(&t->degraded, false))
@@ -1105,13 +1127,28 @@ static void job_done(struct ssd_tier *t, struct job *j)
 {
 	if (j->kind == JOB_STORE) {
 		pthread_mutex_lock(&t->lock);
-		t->q_stores--;
+		if (!j->spill)
+			t->q_stores--;
 		t->q_bytes -= bytes_of(j->len);
 		pthread_cond_broadcast(&t->done_cond);   /* room in the queue */
 		pthread_mutex_unlock(&t->lock);
 	}
 	free(j->key);
 	free(j);
+}
+
+/* Wait (lock held) up to a second for work; false when the second passed
+ * with none. */
+static bool writer_idle_wait(struct ssd_tier *t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += 1;
+	while (!t->q_head && !t->doomed && !t->stopping)
+		if (pthread_cond_timedwait(&t->work_cond, &t->lock, &ts) == ETIMEDOUT)
+			return t->q_head || t->doomed || t->stopping;
+	return true;
 }
 
 static void *writer_main(void *arg)
@@ -1124,8 +1161,19 @@ static void *writer_main(void *arg)
 		size_t n = 0;
 
 		pthread_mutex_lock(&t->lock);
-		while (!t->q_head && !t->doomed && !t->stopping)
-			pthread_cond_wait(&t->work_cond, &t->lock);
+		while (!t->q_head && !t->doomed && !t->stopping) {
+			/* idle: a second with nothing to write scrubs a second's
+			 * worth (the kernel reads passthrough files unchecked;
+			 * this is what notices the disk changing them) */
+			if (t->scrub_rate && !writer_idle_wait(t)) {
+				pthread_mutex_unlock(&t->lock);
+				(void)ssd_tier_scrub(t, t->scrub_rate);
+				pthread_mutex_lock(&t->lock);
+				continue;
+			}
+			if (!t->scrub_rate)
+				pthread_cond_wait(&t->work_cond, &t->lock);
+		}
 		/* Doomed entries first: a re-store of the same chunk may be the
 		 * next job, and its bytes must not be punched after it is written. */
 		d = t->doomed;
@@ -1757,7 +1805,15 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->scrub_lock, NULL);
-	pthread_cond_init(&t->work_cond, NULL);
+	{
+		/* the writer's idle second (writer_idle_wait) is monotonic */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&t->work_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_cond_init(&t->done_cond, NULL);
 	t->dir_fd = t->objects_fd = -1;
 	t->chunk_size = cfg->chunk_size;
@@ -1766,7 +1822,9 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->min_free_pct = cfg->min_free_pct;
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
+	t->spill_max = cfg->spill_max;
 	t->verify = !cfg->no_verify;
+	t->scrub_rate = cfg->scrub_rate;
 	t->n_buckets = BUCKETS_MIN;
 	t->n_obuckets = OBJ_BUCKETS_MIN;
 	t->dir = strdup(cfg->dir);
@@ -1923,6 +1981,19 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	pthread_mutex_lock(&t->lock);
 	evict_policy_access(t->policy, lo);
 	e = table_find(t, id, hi, lo);
+	if (e && e->state == ENTRY_PENDING && e->pending && e->data_len == expect_len) {
+		/* a reader's chunk the writer has yet to write, in our copy:
+		 * served from there rather than fetched again (the copy is
+		 * freed only after it leaves the table or becomes STORED) */
+		*span_off = first * SSD_BLOCK;
+		*span_len = (last + 1) * SSD_BLOCK < e->data_len ? (last + 1) * SSD_BLOCK - *span_off
+								 : (size_t)e->data_len - *span_off;
+		memcpy(buf, e->pending + *span_off, *span_len);
+		pthread_mutex_unlock(&t->lock);
+		STAT_ADD(t, hits, 1);
+		STAT_ADD(t, bytes_served, len);
+		return TFS_OK;
+	}
 	if (e && e->state == ENTRY_STORED && e->data_len != expect_len) {
 		/* The object's version fixes its chunks' lengths: a record of
 		 * another length is damaged, and kept it would never serve a read
@@ -1986,10 +2057,29 @@ miss:
 	return TFS_MISS;
 }
 
+/* The length of chunk id if a reader can read it: STORED, or PENDING in
+ * our copy; else 0. */
+static size_t readable_len(struct ssd_tier *t, const struct chunk_id *id)
+{
+	struct ssd_entry *e = NULL;
+	uint64_t hi, lo;
+	size_t len = 0;
+
+	if (!id_fits(id))
+		return 0;
+	id_hash(id, &hi, &lo);
+	pthread_mutex_lock(&t->lock);
+	e = table_find(t, id, hi, lo);
+	if (e && (e->state == ENTRY_STORED || e->pending))
+		len = (size_t)e->data_len;
+	pthread_mutex_unlock(&t->lock);
+	return len;
+}
+
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
 		  size_t *len)
 {
-	size_t dlen = ssd_tier_contains(t, id), span_off, span_len;
+	size_t dlen = readable_len(t, id), span_off, span_len;
 
 	*len = 0;
 	if (dlen == 0 || dlen > cap) {
@@ -2181,6 +2271,7 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	struct job *j = NULL;
 	uint64_t hi, lo, ohi, olo;
 	bool counted = true;   /* a refusal the dropped counter reports */
+	void *copy = NULL;
 
 	assert(release && (data || len == 0));
 	if (len == 0)
@@ -2205,28 +2296,59 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		goto refuse;
 	}
 	/* an operator's warm-up (force, which waits too), and a fetch ahead,
-	 * wait for room in the queue: no reader waits on them, and a chunk
-	 * dropped here is fetched again next epoch (a reader's write-behind
-	 * is not worth a reader's wait: it is dropped) */
+	 * wait for room in the queue: no reader waits on them */
 	while (wait && !t->stopping && t->q_stores >= t->queue_max)
 		pthread_cond_wait(&t->done_cond, &t->lock);
-	if (t->stopping || t->q_stores >= t->queue_max || table_find(t, id, hi, lo) ||
-	    !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
+	/* A reader's chunk finds the writer behind (the queue of chunks held
+	 * in RAM full): it is not worth the reader's wait, and dropping it
+	 * would fetch it again at its next read while the tier has room.  A
+	 * copy waits instead, within spill_max bytes; beyond those it is
+	 * dropped (counted: the writer cannot keep up). */
+	if (!wait && !t->stopping && t->q_stores >= t->queue_max &&
+	    t->spill_used + len <= t->spill_max) {
+		t->spill_used += len;
+		pthread_mutex_unlock(&t->lock);
+		copy = malloc(len);
+		if (copy)
+			memcpy(copy, data, len);
+		pthread_mutex_lock(&t->lock);
+		if (!copy) {
+			t->spill_used -= len;
+			pthread_mutex_unlock(&t->lock);
+			goto refuse;
+		}
+		j->spill = true;
+		j->data = copy;
+	}
+	if (t->stopping || (!j->spill && t->q_stores >= t->queue_max) ||
+	    table_find(t, id, hi, lo) || !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
+		if (j->spill && table_find(t, id, hi, lo))
+			counted = false;   /* queued by another meanwhile */
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
 	e->obj->refs++;
+	e->pending = copy;
 	if (ahead) {
 		e->ahead_epoch = t->epoch;
 		t->ahead_bytes += e->bytes;
 	}
 	table_insert(t, e);
-	t->q_stores++;
-	t->q_bytes += bytes_of(len);
-	queue_push(t, j);
+	if (!copy)
+		t->q_stores++;
+	t->q_bytes += bytes_of(len);   /* a copy's bytes too: they take room */
+	queue_push(t, j);   /* the writer owns j (and our copy) from here */
 	pthread_mutex_unlock(&t->lock);
+	if (copy)
+		release(arg);   /* the caller's buffer: copied */
 	return true;
 refuse:
+	if (copy) {
+		free(copy);
+		pthread_mutex_lock(&t->lock);
+		t->spill_used -= len;
+		pthread_mutex_unlock(&t->lock);
+	}
 	free(e);
 	free(j);
 	if (counted)

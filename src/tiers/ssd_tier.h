@@ -63,8 +63,15 @@ struct ssd_tier_config {
 	unsigned min_free_pct;     /* keep this much of the filesystem free (0..99) */
 	enum evict_kind policy;    /* eviction and admission (0 = LRU when left out) */
 	size_t chunk_size;         /* the mount's chunk size; part of the cache's identity */
-	unsigned queue_max;        /* chunks waiting for the writer (>= 1) */
+	unsigned queue_max;        /* chunks waiting for the writer on callers'
+				    * buffers (>= 1) */
+	uint64_t spill_max;        /* bytes of copies of readers' chunks that wait
+				    * for the writer when those are full (0 = none:
+				    * such chunks are dropped) */
 	bool no_verify;            /* skip reading each chunk back after it is written */
+	uint64_t scrub_rate;       /* bytes per second the writer re-reads and checks
+				    * when it has had nothing to do for a second
+				    * (ssd_tier_scrub); 0 = no background scrub */
 	bool wipe;                 /* a cache of another owner/format/chunk size:
 				    * wipe it instead of refusing */
 };
@@ -118,9 +125,12 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes);
 typedef void (*ssd_tier_release_fn)(void *arg);
 
 /* Queue chunk id (len bytes at data, which must stay valid and unchanged
- * until release(arg)) to be written in the background.  true when queued;
- * false when refused (queue full, degraded, len > chunk_size, already
- * stored), and then release(arg) has already been called. */
+ * until release(arg)) to be written in the background.  When queue_max
+ * chunks wait already, a copy is queued instead (and release(arg) called
+ * at once) while the copies stay within spill_max bytes.  true when
+ * queued; false when refused (queue and copies full, degraded, len >
+ * chunk_size, already stored), and then release(arg) has already been
+ * called. */
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg);
 /* ssd_tier_store() that waits for room in the queue rather than drop the

@@ -491,9 +491,11 @@ Test(readahead, with_a_plan_a_cache_smaller_than_the_dataset_keeps_its_set)
 static void ram_keeps_a_stable_part(bool plan, bool ssd)
 {
 	char dir[PATH_MAX];
-	/* --direct-io: every read reaches the daemon, not the page cache */
+	/* --direct-io: every read reaches the daemon, not the page cache;
+	 * --passthrough off: nor the kernel's own reads of files on SSD */
 	const char *opts[] = { "--ram-size", "2M", "--scan-prefetch", "2", "--plan-window", "2",
-			       "--direct-io", ssd ? "--cache-dir" : NULL, dir, NULL };
+			       "--direct-io", "--passthrough", "off",
+			       ssd ? "--cache-dir" : NULL, dir, NULL };
 	long long hits0 = 0;
 	int order[N_IMGS];
 

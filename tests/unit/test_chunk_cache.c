@@ -1,6 +1,8 @@
 /* Unit tests for src/tiers/chunk_cache: the RAM -> SSD -> store chain, with
  * a real SSD tier in a temporary directory and a counting fake store. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -537,6 +539,120 @@ Test(chunk_cache, evict_drops_a_version_from_both_tiers_and_all)
 	chunk_cache_residency(cc, &y, &ram, &on_ssd);
 	cr_expect_eq(ram, 0);
 	cr_expect_eq(on_ssd, 2 * CS - 1, "--tier ram left SSD alone");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+/* The one object file under dir/cache/objects/XX/, into out. */
+static void object_file(char *out, size_t n)
+{
+	char top[128];
+	DIR *d;
+	struct dirent *de;
+
+	out[0] = '\0';
+	snprintf(top, sizeof(top), "%s/cache/objects", dir);
+	d = opendir(top);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)) && !out[0]) {
+		char sub[512];
+		DIR *sd;
+		struct dirent *fe;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", top, de->d_name);
+		sd = opendir(sub);
+		while (sd && (fe = readdir(sd)))
+			if (fe->d_name[0] != '.')
+				snprintf(out, n, "%s/%s", sub, fe->d_name);
+		if (sd)
+			closedir(sd);
+	}
+	closedir(d);
+	cr_assert_neq(out[0], '\0', "no object file");
+}
+
+/* bytes [off, off + len) of chunk idx of o, read with chunk_cache_read():
+ * right, and from SSD's blocks (no RAM reference) when from_ssd */
+static void range_ok(struct chunk_cache *cc, struct store *s, const struct chunk_obj *o,
+		     size_t cs, uint64_t idx, size_t off, size_t len, bool from_ssd)
+{
+	struct chunk_ref *ref;
+	void *span;
+	const unsigned char *p;
+
+	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, &ref, &span, (const void **)&p),
+		     TFS_OK);
+	cr_expect_eq(ref == NULL, from_ssd, "chunk %llu at %zu: %s", (unsigned long long)idx,
+		     off, from_ssd ? "not read from SSD" : "read from SSD");
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), idx * cs + off + i),
+			     "chunk %llu: wrong byte at %zu", (unsigned long long)idx, off + i);
+	if (ref)
+		chunk_ref_put(ref);
+	free(span);
+}
+
+/* A read of a few bytes of a chunk on SSD reads and checks only the
+ * blocks that cover them, and the chunk stays out of RAM; a block the
+ * disk changed is a miss (counted, fetched again), and the blocks of
+ * other chunks still hit. */
+Test(chunk_cache, ssd_reads_only_the_blocks_asked_for_and_a_bad_block_is_a_miss)
+{
+	const size_t cs = 8 * SSD_BLOCK;
+	char path[128], err[512], file[1024];
+	struct ssd_tier *ssd = NULL;
+	struct chunk_cache *cc;
+	struct chunk_cache_stats st;
+	struct store s;
+	struct chunk_obj o = obj("obj/blocks", "e1", 2 * cs);
+	struct chunk_ref *r;
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config c = { .dir = path, .owner = "test bucket ", .min_free_pct = 0,
+				     .chunk_size = cs, .queue_max = 8 };
+	cr_assert_eq(ssd_tier_open(&c, &ssd, err, sizeof(err)), TFS_OK, "%s", err);
+	store_init(&s, 5);
+	struct chunk_cache_config ccfg = { .store = &s.base, .parallel_gets = 1,
+					   .ram_bytes = 2 * cs, .chunk_size = cs, .ssd = ssd };
+	cc = chunk_cache_new(&ccfg);
+	cr_assert_not_null(cc);
+	for (uint64_t i = 0; i < 2; i++) {
+		cr_assert_eq(chunk_cache_get(cc, &o, i, &r), TFS_OK);
+		chunk_ref_put(r);
+	}
+	ssd_tier_flush(ssd);
+	chunk_cache_free(cc);
+	cc = chunk_cache_new(&ccfg);   /* an empty RAM tier */
+	cr_assert_not_null(cc);
+
+	range_ok(cc, &s, &o, cs, 0, 3 * SSD_BLOCK + 10, 100, true);
+	range_ok(cc, &s, &o, cs, 1, SSD_BLOCK - 50, 100, true);   /* two blocks */
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.ssd.hits, 2);
+	cr_expect_eq(st.ssd.bytes_served, 200, "bytes served from SSD");
+	cr_expect_eq(st.ram.entries, 0, "a chunk read from SSD was copied into RAM");
+	cr_expect_eq(s.fetches, 2);
+
+	/* the disk changes a byte of chunk 0's block 5 */
+	object_file(file, sizeof(file));
+	int fd = open(file, O_RDWR);
+	cr_assert_geq(fd, 0);
+	unsigned char b;
+	cr_assert_eq(pread(fd, &b, 1, 5 * SSD_BLOCK + 7), 1);
+	b ^= 0x40;
+	cr_assert_eq(pwrite(fd, &b, 1, 5 * SSD_BLOCK + 7), 1);
+	close(fd);
+
+	range_ok(cc, &s, &o, cs, 0, 2 * SSD_BLOCK, SSD_BLOCK, true);   /* another block: a hit */
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.ssd.checksum_failures, 0);
+	range_ok(cc, &s, &o, cs, 0, 5 * SSD_BLOCK, 4096, false);   /* the bad one: fetched */
+	chunk_cache_stats(cc, &st);
+	cr_expect_eq(st.ssd.checksum_failures, 1);
+	cr_expect_eq(s.fetches, 3, "only the chunk with the bad block is fetched again");
+	range_ok(cc, &s, &o, cs, 1, 6 * SSD_BLOCK, SSD_BLOCK, true);   /* the other chunk hits */
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }

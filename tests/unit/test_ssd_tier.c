@@ -1270,3 +1270,51 @@ Test(ssd_tier, a_plan_keeps_what_it_reads_later_and_admits_nothing_it_is_done_wi
 	ssd_tier_close(t);
 	plan_slot_release(&plans);
 }
+
+/* The writer behind: with one chunk's room on callers' buffers, the
+ * others wait as copies (the callers' buffers released at once), readers
+ * read them before they are written, and none is dropped while the
+ * copies fit; past spill_max they are dropped and counted. */
+Test(ssd_tier, chunks_beyond_the_queue_wait_as_copies_and_are_readable)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	struct tier_stats st;
+
+	cfg.queue_max = 1;
+	cfg.spill_max = 32 * (uint64_t)CS;
+	t = tier_open(&cfg);
+	atomic_store(&released, 0);
+	for (uint64_t i = 0; i < 32; i++) {
+		struct chunk_id id = { "spill", "e", i };
+
+		cr_assert(store(t, &id, CS), "chunk %llu refused", (unsigned long long)i);
+		/* pending (in a copy, or on the caller's buffer: a miss) or
+		 * written: never wrong bytes */
+		(void)read_ok(t, &id, CS);
+	}
+	cr_expect_geq(atomic_load(&released), 31 - 1, "copied buffers were not released at once");
+	ssd_tier_flush(t);
+	st = stats(t);
+	cr_expect_eq(st.dropped, 0);
+	cr_expect_eq(st.entries, 32);
+	for (uint64_t i = 0; i < 32; i++) {
+		struct chunk_id id = { "spill", "e", i };
+
+		cr_expect(read_ok(t, &id, CS), "chunk %llu not stored", (unsigned long long)i);
+	}
+	ssd_tier_close(t);
+
+	/* no room for copies: what finds the queue full is dropped, counted */
+	cfg.spill_max = 0;
+	t = tier_open(&cfg);
+	for (uint64_t i = 0; i < 32; i++) {
+		struct chunk_id id = { "nospill", "e", i };
+
+		(void)store(t, &id, CS);
+	}
+	ssd_tier_flush(t);
+	st = stats(t);
+	cr_expect_eq(st.insertions + st.dropped, 32, "every chunk stored or counted as dropped");
+	ssd_tier_close(t);
+}
