@@ -318,24 +318,24 @@ static void write_one(struct shared_tier *st, const struct write_job *j)
 	/* create-only, unless it replaces a bad copy */
 	rc = s3_client_put_meta(st->client, key, j->data, j->len, SUM_META, sum, !j->rewrite, &ei);
 	free(key);
-	if (rc == TFS_OK) {
-		breaker_ok(st);
-		count(&st->writes, 1);
-		count(&st->write_bytes, j->len);
-	} else if (rc == TFS_E_STALE) {
-		breaker_ok(st);
-		count(&st->write_exists, 1);
-	} else {
+	if (rc != TFS_OK && rc != TFS_E_STALE) {
 		count(&st->write_failures, 1);
 		breaker_fail(st, "PUT", rc, &ei);
 		return;
 	}
+	breaker_ok(st);
 	if (j->claimed) {
 		/* the chunk is there: the claim has done its work */
 		key = object_key(st, "claim", j->hex);
 		if (key && s3_client_delete(st->client, key, &ei) != TFS_OK)
 			log_debug("shared cache: claim %s not deleted: %s", j->hex, ei.message);
 		free(key);
+	}
+	if (rc == TFS_E_STALE) {
+		count(&st->write_exists, 1);
+	} else {
+		count(&st->write_bytes, j->len);
+		count(&st->writes, 1);
 	}
 }
 
