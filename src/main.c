@@ -255,7 +255,6 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier **out)
 {
 	char *bucket = NULL, *prefix = NULL, origin[4096], err[1024];
-	uint64_t slots = cfg->ram_size / cfg->chunk_size;
 	struct objstore *store = NULL;
 	int rc = -1, orc;
 
@@ -305,13 +304,15 @@ static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier 
 	 * the origin alike */
 	snprintf(origin, sizeof(origin), "%s://%s@%s", cfg->gcs ? "gs" : "s3", cfg->bucket,
 		 cfg->endpoint ? cfg->endpoint : "default");
-	/* queued writes hold RAM chunks: at most an eighth of the RAM tier */
+	/* queued writes are copies: an eighth of the RAM tier's size, at
+	 * least two chunks */
 	*out = shared_tier_new(&(struct shared_tier_config){
 		.store = store,
 		.prefix = prefix,
 		.origin = origin,
 		.chunk_size = (size_t)cfg->chunk_size,
-		.queue_max = (unsigned)(slots / 8 < 1 ? 1 : slots / 8 > 32 ? 32 : slots / 8),
+		.queue_bytes = cfg->ram_size / 8 > 2 * cfg->chunk_size ? cfg->ram_size / 8
+								     : 2 * cfg->chunk_size,
 	});
 	if (!*out) {
 		fprintf(stderr, "tierfs: shared cache: out of memory\n");

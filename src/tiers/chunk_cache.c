@@ -88,8 +88,6 @@ void chunk_cache_free(struct chunk_cache *cc)
 		ssd_tier_set_pins(cc->ssd, NULL);
 		ssd_tier_set_plan(cc->ssd, NULL);
 	}
-	if (cc->shared)
-		shared_tier_flush(cc->shared);   /* so do its queued writes */
 	ram_tier_free(cc->ram);
 	pin_set_free(cc->pins);
 	free(cc);
@@ -186,12 +184,8 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 		/* refused: released, counted */
 		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d), release_ref, d);
 	}
-	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0) {
-		struct chunk_ref *d = chunk_ref_dup(ref);
-
-		shared_tier_put(cc->shared, id, chunk_ref_data(d), chunk_ref_len(d), t,
-				release_ref, d);
-	}
+	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0)
+		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t);
 }
 
 /* Record a reader's access in the trace being recorded, if any. */

@@ -45,14 +45,15 @@
 #define BREAKER_FAILS 3
 #define POLL_FIRST_MS 10
 #define POLL_MAX_MS 100
+#define QUEUE_JOBS 256
+#define CLAIM_SLACK_S 2     /* claims live claim_wait + this, then are stale */
+#define WRITERS_MAX 8
 
 struct write_job {
 	char hex[NAME_HEX];
-	const void *data;
+	void *data;                   /* a copy, owned by the job */
 	size_t len;
 	bool rewrite, claimed;
-	shared_tier_release_fn release;
-	void *arg;
 };
 
 struct shared_tier {
@@ -67,14 +68,17 @@ struct shared_tier {
 	atomic_uint pause_ms;
 	_Atomic int64_t open_until_ms;   /* clock_coarse_ms(); 0 = closed */
 
-	/* the write queue: a ring of queue_max jobs */
+	/* the write queue: a ring of QUEUE_JOBS jobs holding queue_bytes at
+	 * most, written by n_writers threads */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a job queued, or stop */
 	pthread_cond_t idle;          /* the queue ran empty */
-	struct write_job *ring;
-	unsigned queue_max, head, count;
-	bool busy, stop;
-	pthread_t writer;
+	struct write_job ring[QUEUE_JOBS];
+	unsigned head, count, busy;
+	uint64_t queued_bytes, queue_bytes;
+	bool stop;
+	pthread_t writers[WRITERS_MAX];
+	unsigned n_writers;
 
 	atomic_uint_fast64_t hits, misses, bytes, corrupt, errors, skipped, claims,
 		claim_waits, claim_hits, writes, write_bytes, write_exists,
@@ -245,6 +249,31 @@ static enum found wait_claimed(struct shared_tier *st, const char *hex, size_t w
 	return f;
 }
 
+/* A claim on hex exists: is it older than a claimer could still be busy
+ * with (its node died, or dropped the write)?  Then take it over (a plain
+ * PUT: it restarts the claim's age) and set t->claimed.  The age is the
+ * server's Last-Modified against this node's clock: nodes whose clocks
+ * are seconds apart wait for nothing, or fetch once more, never worse. */
+static bool claim_stale(struct shared_tier *st, const char *hex, struct shared_ticket *t)
+{
+	char *key = object_key(st, "claim", hex);
+	struct obj_meta m;
+	struct tfs_errinfo ei;
+	int64_t ttl_s = st->claim_wait_ms / 1000 + CLAIM_SLACK_S;
+	bool stale = false;
+
+	if (!key)
+		return false;
+	if (objstore_head(st->store, key, &m, &ei) == TFS_OK && m.mtime > 0 &&
+	    (int64_t)time(NULL) - m.mtime > ttl_s) {
+		stale = s3_client_put_meta(st->client, key, "1", 1, CLAIM_META, "1", false, &ei) ==
+			TFS_OK;
+		t->claimed = stale;
+	}
+	free(key);
+	return stale;
+}
+
 int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t want, void *buf,
 		    struct shared_ticket *t)
 {
@@ -275,7 +304,10 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 			t->claimed = true;
 		} else if (rc == TFS_E_STALE) {
 			breaker_ok(st);
-			f = wait_claimed(st, hex, want, buf);
+			if (claim_stale(st, hex, t))
+				count(&st->claims, 1);
+			else
+				f = wait_claimed(st, hex, want, buf);
 		} else if (rc != TFS_E_NOMEM) {
 			breaker_fail(st, "claim PUT", rc, &ei);
 		}
@@ -320,7 +352,11 @@ static void write_one(struct shared_tier *st, const struct write_job *j)
 	free(key);
 	if (rc != TFS_OK && rc != TFS_E_STALE) {
 		count(&st->write_failures, 1);
-		breaker_fail(st, "PUT", rc, &ei);
+		/* a refusal (a full quota, a read-only key) leaves reads alone */
+		if (ei.http_status >= 400 && ei.http_status < 500 && ei.http_status != 429)
+			log_debug("shared cache: PUT refused: HTTP %d %s", ei.http_status, ei.code);
+		else
+			breaker_fail(st, "PUT", rc, &ei);
 		return;
 	}
 	breaker_ok(st);
@@ -352,49 +388,63 @@ static void *writer_run(void *arg)
 		if (st->count == 0)
 			break;
 		j = st->ring[st->head];
-		st->head = (st->head + 1) % st->queue_max;
+		st->head = (st->head + 1) % QUEUE_JOBS;
 		st->count--;
-		st->busy = true;
+		st->busy++;
 		pthread_mutex_unlock(&st->lock);
 		write_one(st, &j);
-		j.release(j.arg);
+		free(j.data);
 		pthread_mutex_lock(&st->lock);
-		st->busy = false;
-		if (st->count == 0)
+		st->busy--;
+		st->queued_bytes -= j.len;
+		if (st->count == 0 && st->busy == 0)
 			pthread_cond_broadcast(&st->idle);
 	}
 	pthread_mutex_unlock(&st->lock);
 	return NULL;
 }
 
-void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
-		     size_t len, const struct shared_ticket *t, shared_tier_release_fn release,
-		     void *arg)
+/* Is there room for len more bytes?  (lock held) */
+static bool queue_room(const struct shared_tier *st, size_t len)
 {
-	struct write_job j = { .data = data, .len = len, .rewrite = t->rewrite,
-			       .claimed = t->claimed, .release = release, .arg = arg };
-	bool queued = false;
+	return !st->stop && st->count < QUEUE_JOBS && st->queued_bytes + len <= st->queue_bytes;
+}
 
-	if (len > 0 && len <= st->chunk_size && !breaker_open(st) && chunk_name(st, id, j.hex)) {
-		pthread_mutex_lock(&st->lock);
-		if (st->count < st->queue_max && !st->stop) {
-			st->ring[(st->head + st->count) % st->queue_max] = j;
-			st->count++;
-			queued = true;
-			pthread_cond_signal(&st->cond);
-		}
-		pthread_mutex_unlock(&st->lock);
+void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
+		     size_t len, const struct shared_ticket *t)
+{
+	struct write_job j = { .len = len, .rewrite = t->rewrite, .claimed = t->claimed };
+	bool room;
+
+	if (len == 0 || len > st->chunk_size || breaker_open(st))
+		goto drop;
+	pthread_mutex_lock(&st->lock);
+	room = queue_room(st, len);
+	pthread_mutex_unlock(&st->lock);
+	/* copied outside the lock, so the reader's chunk is not held */
+	if (!room || !chunk_name(st, id, j.hex) || !(j.data = malloc(len)))
+		goto drop;
+	memcpy(j.data, data, len);
+	pthread_mutex_lock(&st->lock);
+	if (queue_room(st, len)) {
+		st->ring[(st->head + st->count) % QUEUE_JOBS] = j;
+		st->count++;
+		st->queued_bytes += len;
+		pthread_cond_signal(&st->cond);
+		j.data = NULL;
 	}
-	if (!queued) {
-		count(&st->write_dropped, 1);
-		release(arg);
-	}
+	pthread_mutex_unlock(&st->lock);
+	if (!j.data)
+		return;
+	free(j.data);
+drop:
+	count(&st->write_dropped, 1);
 }
 
 void shared_tier_flush(struct shared_tier *st)
 {
 	pthread_mutex_lock(&st->lock);
-	while (st->count > 0 || st->busy)
+	while (st->count > 0 || st->busy > 0)
 		pthread_cond_wait(&st->idle, &st->lock);
 	pthread_mutex_unlock(&st->lock);
 }
@@ -417,17 +467,23 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	st->prefix = strdup(pl ? cfg->prefix : "");
 	st->origin = strdup(cfg->origin);
 	st->chunk_size = cfg->chunk_size;
-	st->queue_max = cfg->queue_max ? cfg->queue_max : 16;
+	st->queue_bytes = cfg->queue_bytes ? cfg->queue_bytes : 64u << 20;
+	if (st->queue_bytes < cfg->chunk_size)
+		st->queue_bytes = cfg->chunk_size;
 	st->claim_wait_ms = cfg->claim_wait_ms ? cfg->claim_wait_ms : 2000;
 	st->pause_base_ms = cfg->pause_ms ? cfg->pause_ms : 1000;
 	atomic_init(&st->pause_ms, st->pause_base_ms);
-	st->ring = calloc(st->queue_max, sizeof(*st->ring));
-	if (!st->prefix || !st->origin || !st->ring)
+	if (!st->prefix || !st->origin)
 		goto fail_fields;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	pthread_cond_init(&st->idle, NULL);
-	if (pthread_create(&st->writer, NULL, writer_run, st) != 0) {
+	for (unsigned i = 0; i < (cfg->writers ? cfg->writers : 2) && i < WRITERS_MAX; i++) {
+		if (pthread_create(&st->writers[i], NULL, writer_run, st) != 0)
+			break;          /* fewer writers: slower, not wrong */
+		st->n_writers++;
+	}
+	if (st->n_writers == 0) {
 		pthread_cond_destroy(&st->idle);
 		pthread_cond_destroy(&st->cond);
 		pthread_mutex_destroy(&st->lock);
@@ -435,7 +491,6 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	}
 	return st;
 fail_fields:
-	free(st->ring);
 	free(st->prefix);
 	free(st->origin);
 	free(st);
@@ -450,14 +505,14 @@ void shared_tier_free(struct shared_tier *st)
 		return;
 	pthread_mutex_lock(&st->lock);
 	st->stop = true;
-	pthread_cond_signal(&st->cond);
+	pthread_cond_broadcast(&st->cond);
 	pthread_mutex_unlock(&st->lock);
-	pthread_join(st->writer, NULL);   /* it drains the queue first */
+	for (unsigned i = 0; i < st->n_writers; i++)
+		pthread_join(st->writers[i], NULL);   /* they drain the queue first */
 	pthread_cond_destroy(&st->idle);
 	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);
 	objstore_free(st->store);
-	free(st->ring);
 	free(st->prefix);
 	free(st->origin);
 	free(st);

@@ -14,9 +14,10 @@
  * A miss on a chunk nobody has written claims it: a small claim object,
  * created with "If-None-Match: *", so one node of all those that miss it
  * at once wins and fetches it from the origin; the others poll the
- * chunk's object for a bounded time and fall back to the origin.
- * Chunks the origin supplied are written by a background thread from a
- * bounded queue, create-only (a chunk written by another node is kept).
+ * chunk's object for a bounded time and fall back to the origin (a claim
+ * older than that wait is stale: taken over at once).  Chunks the origin
+ * supplied are copied into a bounded queue and written by background
+ * threads, create-only (a chunk written by another node is kept).
  *
  * Faults never fail a read: every request has a short timeout and no
  * retry, and consecutive failures open a breaker during which the tier is
@@ -45,7 +46,9 @@ struct shared_tier_config {
 	const char *prefix;        /* "" or "dir/" : where in the bucket */
 	const char *origin;        /* names the origin (scheme, endpoint, bucket) */
 	size_t chunk_size;
-	unsigned queue_max;        /* writes queued at most (0 = 16) */
+	uint64_t queue_bytes;      /* bytes queued for writing at most (0 = 64 MiB,
+	                            * at least a chunk); 256 writes at most */
+	unsigned writers;          /* threads writing (0 = 2, at most 8) */
 	unsigned claim_wait_ms;    /* how long a node waits for a chunk another
 	                            * node claimed (0 = 2000) */
 	unsigned pause_ms;         /* first pause of the breaker (0 = 1000); it
@@ -92,14 +95,12 @@ void shared_tier_free(struct shared_tier *st);
 int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t want, void *buf,
 		    struct shared_ticket *t);
 
-/* Queue data (len bytes of chunk id, fetched from the origin after a
- * shared_tier_get() miss that gave t) for writing.  release(arg) is called
- * exactly once when data is no longer needed: after the write, or at once
- * when the queue is full or the tier paused.  Never blocks on I/O. */
-typedef void (*shared_tier_release_fn)(void *arg);
+/* Queue a copy of data (len bytes of chunk id, fetched from the origin
+ * after a shared_tier_get() miss that gave t) for writing; dropped
+ * (counted) when the queue is full or the tier paused.  data is not
+ * referenced after the call.  Never blocks on I/O. */
 void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
-		     size_t len, const struct shared_ticket *t, shared_tier_release_fn release,
-		     void *arg);
+		     size_t len, const struct shared_ticket *t);
 
 /* Wait until the queue is empty and no write is in flight. */
 void shared_tier_flush(struct shared_tier *st);

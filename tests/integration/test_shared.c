@@ -276,11 +276,6 @@ static void *waiter_run(void *arg)
 	return NULL;
 }
 
-static void no_release(void *arg)
-{
-	(void)arg;
-}
-
 /* Node 1 misses and claims; node 2 misses the same chunk, finds the
  * claim and waits; node 1 writes the chunk; node 2 is served it. */
 Test(shared, one_node_claims_the_other_waits)
@@ -305,7 +300,7 @@ Test(shared, one_node_claims_the_other_waits)
 		usleep(50 * 1000);
 	}
 	cr_assert_eq(s2.claim_waits, 1, "node 2 found the claim");
-	shared_tier_put(n1, &id, data, sizeof(data), &t1, no_release, NULL);
+	shared_tier_put(n1, &id, data, sizeof(data), &t1);
 	shared_tier_flush(n1);
 	pthread_join(th, NULL);
 	cr_assert_eq(w.rc, TFS_OK, "node 2 was served the claimed chunk");
@@ -319,7 +314,7 @@ Test(shared, one_node_claims_the_other_waits)
 
 	/* a second write of the same chunk is refused as present, not redone */
 	struct shared_ticket none = { 0 };
-	shared_tier_put(n2, &id, data, sizeof(data), &none, no_release, NULL);
+	shared_tier_put(n2, &id, data, sizeof(data), &none);
 	shared_tier_flush(n2);
 	shared_tier_stats(n2, &s2);
 	cr_expect_eq(s2.write_exists, 1, "create-only: the server kept the first copy");
