@@ -16,6 +16,8 @@
 #             killed KILL_AFTER seconds in: failed reads (a read error or
 #             a wrong byte) must be zero
 #
+# With the shared tier, a node's epoch in turn ends when its writes to the
+# shared tier do (the next node starts then; the wait is not in its time).
 # Each row starts from fresh mounts, empty local caches and (with the
 # shared tier) an empty prefix of the shared bucket.  Every file each node
 # reads is checked against a copy downloaded from radosgw directly (md5).
@@ -182,6 +184,18 @@ read_node() {
 	diff <(sort -k 2 "$WORK/ref.md5") "$WORK/$2.$i.md5" | grep -c '^<' >"$WORK/$2.$i.bad" || true
 }
 
+# settle I: wait (60 s at most) until node I has written what it queued
+# for the shared tier: a node's epoch ends when its writes do
+settle() {
+	local q
+	for _ in $(seq 600); do
+		q=$(build/tierfs stats "${MNTS[$1]}" --json 2>/dev/null |
+			python3 -c 'import json, sys; print(json.load(sys.stdin)["counters"]["shared"]["write_queue"])' 2>/dev/null || echo 0)
+		[ "$q" = 0 ] && return 0
+		sleep 0.1
+	done
+}
+
 declare -A SECS BAD BYTES
 # row NAME MODE SHARED_PREFIX: MODE "turn" or "once"
 row() {
@@ -190,7 +204,10 @@ row() {
 	drop_caches
 	proxy_reset
 	if [ "$mode" = turn ]; then
-		for i in $(seq "$NODES"); do read_node "$i" "$r"; done
+		for i in $(seq "$NODES"); do
+			read_node "$i" "$r"
+			[ -n "$3" ] && settle "$i"
+		done
 	else
 		for i in $(seq "$NODES"); do read_node "$i" "$r" & done
 		wait
@@ -216,6 +233,7 @@ row "with, at once" once "once"
 mount_nodes "killed"
 drop_caches
 read_node 1 killed
+settle 1
 proxy_reset
 for i in $(seq 2 "$NODES"); do read_node "$i" killed & done
 sleep "$KILL_AFTER"

@@ -167,6 +167,9 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(SHARED_WRITE_DROPPED, "shared", "write_dropped", TFS_CK_COUNT, TFS_CU_COUNT, \
 	  "shared_write_dropped_total", NULL, \
 	  "Writes not made: queue full or the tier paused.", NULL, cc.shared.write_dropped) \
+	X(SHARED_WRITE_QUEUE, "shared", "write_queue", TFS_CK_STATE, TFS_CU_COUNT, \
+	  "shared_write_queue", NULL, "Writes to the shared tier queued or in flight.", NULL, \
+	  cc.shared.write_queue) \
 	X(SHARED_PAUSED, "shared", "paused", TFS_CK_STATE, TFS_CU_BOOL, "shared_paused", NULL, \
 	  "1 while the shared tier is skipped after failures.", "shared paused", \
 	  cc.shared.open) \

@@ -46,7 +46,7 @@
 #define POLL_FIRST_MS 10
 #define POLL_MAX_MS 100
 #define QUEUE_JOBS 256
-#define CLAIM_SLACK_S 2     /* claims live claim_wait + this, then are stale */
+#define CLAIM_TTL_S 30      /* a claim older than this is stale */
 #define WRITERS_MAX 8
 
 struct write_job {
@@ -250,7 +250,7 @@ static enum found wait_claimed(struct shared_tier *st, const char *hex, size_t w
 }
 
 /* A claim on hex exists: is it older than a claimer could still be busy
- * with (its node died, or dropped the write)?  Then take it over (a plain
+ * with (its node died between claim and write)?  Then take it over (a plain
  * PUT: it restarts the claim's age) and set t->claimed.  The age is the
  * server's Last-Modified against this node's clock: nodes whose clocks
  * are seconds apart wait for nothing, or fetch once more, never worse. */
@@ -259,7 +259,7 @@ static bool claim_stale(struct shared_tier *st, const char *hex, struct shared_t
 	char *key = object_key(st, "claim", hex);
 	struct obj_meta m;
 	struct tfs_errinfo ei;
-	int64_t ttl_s = st->claim_wait_ms / 1000 + CLAIM_SLACK_S;
+	int64_t ttl_s = CLAIM_TTL_S + st->claim_wait_ms / 1000;
 	bool stale = false;
 
 	if (!key)
@@ -439,6 +439,16 @@ void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const vo
 	free(j.data);
 drop:
 	count(&st->write_dropped, 1);
+	if (t->claimed && !breaker_open(st)) {
+		/* others would wait for a write that will not come: let go of
+		 * the claim (one small request, only when writes back up) */
+		struct tfs_errinfo ei;
+		char *key = chunk_name(st, id, j.hex) ? object_key(st, "claim", j.hex) : NULL;
+
+		if (key)
+			(void)s3_client_delete(st->client, key, &ei);
+		free(key);
+	}
 }
 
 void shared_tier_flush(struct shared_tier *st)
@@ -478,7 +488,7 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	pthread_cond_init(&st->idle, NULL);
-	for (unsigned i = 0; i < (cfg->writers ? cfg->writers : 2) && i < WRITERS_MAX; i++) {
+	for (unsigned i = 0; i < (cfg->writers ? cfg->writers : 4) && i < WRITERS_MAX; i++) {
 		if (pthread_create(&st->writers[i], NULL, writer_run, st) != 0)
 			break;          /* fewer writers: slower, not wrong */
 		st->n_writers++;
@@ -537,6 +547,9 @@ void shared_tier_stats(struct shared_tier *st, struct shared_tier_stats *out)
 	out->write_failures = atomic_load(&st->write_failures);
 	out->write_dropped = atomic_load(&st->write_dropped);
 	out->open = breaker_open(st);
+	pthread_mutex_lock(&st->lock);
+	out->write_queue = st->count + st->busy;
+	pthread_mutex_unlock(&st->lock);
 	out->req_p50_us = out->req_p99_us = 0;
 	if (os) {
 		objstore_stats(st->store, os);

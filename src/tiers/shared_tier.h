@@ -15,7 +15,8 @@
  * created with "If-None-Match: *", so one node of all those that miss it
  * at once wins and fetches it from the origin; the others poll the
  * chunk's object for a bounded time and fall back to the origin (a claim
- * older than that wait is stale: taken over at once).  Chunks the origin
+ * older than 30 s more is stale: taken over at once; a claimer whose
+ * write is dropped lets go of its claim).  Chunks the origin
  * supplied are copied into a bounded queue and written by background
  * threads, create-only (a chunk written by another node is kept).
  *
@@ -48,7 +49,7 @@ struct shared_tier_config {
 	size_t chunk_size;
 	uint64_t queue_bytes;      /* bytes queued for writing at most (0 = 64 MiB,
 	                            * at least a chunk); 256 writes at most */
-	unsigned writers;          /* threads writing (0 = 2, at most 8) */
+	unsigned writers;          /* threads writing (0 = 4, at most 8) */
 	unsigned claim_wait_ms;    /* how long a node waits for a chunk another
 	                            * node claimed (0 = 2000) */
 	unsigned pause_ms;         /* first pause of the breaker (0 = 1000); it
@@ -70,6 +71,7 @@ struct shared_tier_stats {
 	uint64_t write_failures;   /* writes refused or failed */
 	uint64_t write_dropped;    /* writes not made: queue full, breaker open */
 	bool open;                 /* the breaker is open now */
+	uint64_t write_queue;      /* writes queued or in flight now */
 	uint64_t req_p50_us, req_p99_us;   /* latency of its requests, all kinds */
 };
 

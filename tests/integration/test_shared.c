@@ -322,3 +322,29 @@ Test(shared, one_node_claims_the_other_waits)
 	shared_tier_free(n1);
 	shared_tier_free(n2);
 }
+
+/* The client's metadata calls refuse what would make a bad header. */
+Test(shared, metadata_header_checked)
+{
+	char buf[16], meta[128];
+	size_t got;
+
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "Bad Name", "v", false, NULL),
+		     TFS_E_INVAL);
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "sum", "a\r\nX-Evil: 1", false,
+					NULL), TFS_E_INVAL);
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "sum", "", false, NULL),
+		     TFS_E_INVAL);
+	cr_expect_eq(s3_client_get_meta(shared.client, "k", "no:colon", buf, sizeof(buf), &got,
+					meta, sizeof(meta), NULL), TFS_E_INVAL);
+	cr_assert_eq(s3_client_put_meta(shared.client, "k", "abc", 3, "sum", "1 3 x", true, NULL),
+		     TFS_OK);
+	cr_assert_eq(s3_client_get_meta(shared.client, "k", "sum", buf, sizeof(buf), &got, meta,
+					sizeof(meta), NULL), TFS_OK);
+	cr_expect_eq(got, 3);
+	cr_expect_str_eq(meta, "1 3 x");
+	cr_expect_eq(s3_client_get_meta(shared.client, "k", "sum", buf, 2, &got, meta,
+					sizeof(meta), NULL), TFS_E_PROTO, "larger than the buffer");
+	cr_expect_eq(s3_client_get_meta(shared.client, "absent", "sum", buf, sizeof(buf), &got,
+					meta, sizeof(meta), NULL), TFS_E_NOENT);
+}
