@@ -304,15 +304,15 @@ static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier 
 	 * the origin alike */
 	snprintf(origin, sizeof(origin), "%s://%s@%s", cfg->gcs ? "gs" : "s3", cfg->bucket,
 		 cfg->endpoint ? cfg->endpoint : "default");
-	/* queued writes are copies: an eighth of the RAM tier's size, at
-	 * least two chunks */
+	/* queued writes are copies: a quarter of the RAM tier's size, at
+	 * least four chunks */
 	*out = shared_tier_new(&(struct shared_tier_config){
 		.store = store,
 		.prefix = prefix,
 		.origin = origin,
 		.chunk_size = (size_t)cfg->chunk_size,
-		.queue_bytes = cfg->ram_size / 8 > 2 * cfg->chunk_size ? cfg->ram_size / 8
-								     : 2 * cfg->chunk_size,
+		.queue_bytes = cfg->ram_size / 4 > 4 * cfg->chunk_size ? cfg->ram_size / 4
+								     : 4 * cfg->chunk_size,
 	});
 	if (!*out) {
 		fprintf(stderr, "tierfs: shared cache: out of memory\n");

@@ -31,7 +31,8 @@
 #   SHARED_NODES (4)
 #   SHARED_FILES (1000), SHARED_CLASSES (10)  image files of 40 to 200 KB
 #   SHARED_LARGE (256M)   the large file's size (0 = none)
-#   SHARED_LATENCY_MS (20), SHARED_BANDWIDTH (90000000)  the emulator
+#   SHARED_LATENCY_MS (50), SHARED_BANDWIDTH (25000000)  the emulator: an
+#       origin farther than the shared store (another region or cloud)
 #   SHARED_KILL_AFTER (2)   seconds into the killed row
 #   SHARED_PAR (8)          files each node reads at once
 #   SHARED_USE_RUNNING (0)  1: use the radosgw at $S3_ENDPOINT (with the
@@ -50,8 +51,8 @@ NODES=${SHARED_NODES:-4}
 FILES=${SHARED_FILES:-1000}
 CLASSES=${SHARED_CLASSES:-10}
 LARGE=${SHARED_LARGE:-256M}
-LATENCY_MS=${SHARED_LATENCY_MS:-20}
-BANDWIDTH=${SHARED_BANDWIDTH:-90000000}
+LATENCY_MS=${SHARED_LATENCY_MS:-50}
+BANDWIDTH=${SHARED_BANDWIDTH:-25000000}
 KILL_AFTER=${SHARED_KILL_AFTER:-2}
 PAR=${SHARED_PAR:-8}
 # shellcheck disable=SC2206

@@ -316,14 +316,14 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);
 	if (!buf)
 		return TFS_E_NOMEM;
-	/* (a chunk fetched here is not written to the shared tier: the SSD
-	 * tier owns the buffer) */
 	rc = shared_or_store(cc, o, &id, want, buf, &from_store, &t);
 	if (rc != TFS_OK) {
 		free(buf);
 		return rc;
 	}
 	*fetched = from_store;
+	if (cc->shared && from_store && want > 0)
+		shared_tier_put(cc->shared, &id, buf, want, &t);   /* a copy */
 	if (want == 0) {
 		free(buf);
 		return TFS_OK;
