@@ -210,8 +210,9 @@ row() {
 			[ -n "$3" ] && settle "$i"
 		done
 	else
-		for i in $(seq "$NODES"); do read_node "$i" "$r" & done
-		wait
+		readers=()
+		for i in $(seq "$NODES"); do read_node "$i" "$r" & readers+=($!); done
+		wait "${readers[@]}"
 	fi
 	BYTES[$r]=$(proxy_stat bytes_down)
 	for i in $(seq "$NODES"); do
@@ -236,11 +237,12 @@ drop_caches
 read_node 1 killed
 settle 1
 proxy_reset
-for i in $(seq 2 "$NODES"); do read_node "$i" killed & done
+readers=()
+for i in $(seq 2 "$NODES"); do read_node "$i" killed & readers+=($!); done
 sleep "$KILL_AFTER"
 log "killing the shared tier"
 stop_shared_proxy
-wait
+wait "${readers[@]}"
 BYTES[killed]=$(proxy_stat bytes_down)
 bad=0
 for i in $(seq 2 "$NODES"); do

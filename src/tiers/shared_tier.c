@@ -186,6 +186,13 @@ static void breaker_fail(struct shared_tier *st, const char *what, int rc,
 		 tfs_strerror(rc), ei->message[0] ? ei->message : "no detail", pause);
 }
 
+/* The server answered and refused (a full quota, a key that may only
+ * read): the tier works, this write will not.  429 is a slow-down. */
+static bool refused(const struct tfs_errinfo *ei)
+{
+	return ei->http_status >= 400 && ei->http_status < 500 && ei->http_status != 429;
+}
+
 /* ---- lookups ---- */
 
 enum found { FOUND_OK, FOUND_ABSENT, FOUND_BAD, FOUND_ERROR };
@@ -308,7 +315,7 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 				count(&st->claims, 1);
 			else
 				f = wait_claimed(st, hex, want, buf);
-		} else if (rc != TFS_E_NOMEM) {
+		} else if (rc != TFS_E_NOMEM && !refused(&ei)) {
 			breaker_fail(st, "claim PUT", rc, &ei);
 		}
 	}
@@ -352,8 +359,8 @@ static void write_one(struct shared_tier *st, const struct write_job *j)
 	free(key);
 	if (rc != TFS_OK && rc != TFS_E_STALE) {
 		count(&st->write_failures, 1);
-		/* a refusal (a full quota, a read-only key) leaves reads alone */
-		if (ei.http_status >= 400 && ei.http_status < 500 && ei.http_status != 429)
+		/* a refusal leaves reads alone */
+		if (refused(&ei))
 			log_debug("shared cache: PUT refused: HTTP %d %s", ei.http_status, ei.code);
 		else
 			breaker_fail(st, "PUT", rc, &ei);
