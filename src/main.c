@@ -96,9 +96,9 @@ static const char usage_text[] =
 /* (more strings: C99 compilers need only take 4095 characters in one) */
 static const char usage_shared_text[] =
 	"Shared cache tier options (docs/shared.md):\n"
-	"  --shared-cache s3://BUCKET[/PREFIX]  a chunk tier shared by every node mounting\n"
-	"                           the same origin with it, between SSD and origin\n"
-	"                           (default: none)\n"
+	"  --shared-cache URI       s3://BUCKET[/PREFIX]: a chunk tier shared by every node\n"
+	"                           mounting the same origin with it, between SSD and\n"
+	"                           origin (default: none)\n"
 	"  --shared-endpoint URL    its S3 endpoint, path-style (default: AWS)\n"
 	"  --shared-region R        its region (default: --region)\n"
 	"  --shared-profile P       its credentials profile (default: the origin's chain)\n"
