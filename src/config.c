@@ -62,6 +62,11 @@ static const struct opt_def opt_defs[] = {
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
 	{ "max-connections", OPT_UINT, OFF(max_connections), 1024 },
 	{ "max-threads", OPT_UINT, OFF(max_threads), 256 },
+	{ "shared-cache", OPT_STR, OFF(shared_cache), 0 },
+	{ "shared-endpoint", OPT_STR, OFF(shared_endpoint), 0 },
+	{ "shared-region", OPT_STR, OFF(shared_region), 0 },
+	{ "shared-profile", OPT_STR, OFF(shared_profile), 0 },
+	{ "shared-timeout", OPT_UINT, OFF(shared_timeout_ms), 60000 },
 	{ "options", OPT_STR, OFF(fuse_options), 0 },
 };
 #undef OFF
@@ -95,6 +100,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->max_retries = 6;
 	cfg->max_connections = 64;
 	cfg->max_threads = 16;
+	cfg->shared_timeout_ms = 1000;
 }
 
 void config_release(struct tierfs_config *cfg)
@@ -108,6 +114,10 @@ void config_release(struct tierfs_config *cfg)
 	free(cfg->fuse_options);
 	free(cfg->config_file);
 	free(cfg->cache_dir);
+	free(cfg->shared_cache);
+	free(cfg->shared_endpoint);
+	free(cfg->shared_region);
+	free(cfg->shared_profile);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -355,16 +365,19 @@ static bool bucket_name_ok(const char *b, size_t n)
 	return memmem(b, n, "..", 2) == NULL;
 }
 
-int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen)
+/* "s3://BUCKET[/PREFIX]" (or gs:// when allow_gs) into *gcs, *bucket and
+ * *prefix ("" or ending in '/'), both allocated on success. */
+static int parse_uri(const char *what, const char *uri, bool allow_gs, bool *gcs_out,
+		     char **bucket_out, char **prefix_out, char *err, size_t errlen)
 {
 	const char *b, *slash;
 	size_t blen, plen;
 	char *bucket = NULL, *prefix = NULL;
-	bool gcs = strncmp(uri, "gs://", 5) == 0;
+	bool gcs = allow_gs && strncmp(uri, "gs://", 5) == 0;
 
 	if (strncmp(uri, "s3://", 5) != 0 && !gcs) {
-		snprintf(err, errlen, "source must look like s3://BUCKET[/PREFIX] or "
-			 "gs://BUCKET[/PREFIX], got '%s'", uri);
+		snprintf(err, errlen, "%s must look like s3://BUCKET[/PREFIX]%s, got '%s'", what,
+			 allow_gs ? " or gs://BUCKET[/PREFIX]" : "", uri);
 		return -1;
 	}
 	b = uri + 5;
@@ -401,11 +414,9 @@ int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, siz
 		}
 		c = e + 1;
 	}
-	free(cfg->bucket);
-	free(cfg->prefix);
-	cfg->bucket = bucket;
-	cfg->prefix = prefix;
-	cfg->gcs = gcs;
+	*bucket_out = bucket;
+	*prefix_out = prefix;
+	*gcs_out = gcs;
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
@@ -413,6 +424,31 @@ fail:
 	free(bucket);
 	free(prefix);
 	return -1;
+}
+
+int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen)
+{
+	char *bucket, *prefix;
+	bool gcs;
+
+	if (parse_uri("source", uri, true, &gcs, &bucket, &prefix, err, errlen) != 0)
+		return -1;
+	free(cfg->bucket);
+	free(cfg->prefix);
+	cfg->bucket = bucket;
+	cfg->prefix = prefix;
+	cfg->gcs = gcs;
+	return 0;
+}
+
+int config_shared_source(const struct tierfs_config *cfg, char **bucket, char **prefix,
+			 char *err, size_t errlen)
+{
+	bool gcs;
+
+	*bucket = *prefix = NULL;
+	return parse_uri("--shared-cache", cfg->shared_cache, false, &gcs, bucket, prefix, err,
+			 errlen);
 }
 
 static void set_from_env(char **field, const char *a, const char *b)
@@ -481,5 +517,11 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,
 		cfg->max_threads);
+	fprintf(f, "shared-cache = %s\n", cfg->shared_cache ? cfg->shared_cache : "");
+	fprintf(f, "shared-endpoint = %s\n", cfg->shared_endpoint ? cfg->shared_endpoint : "(AWS)");
+	fprintf(f, "shared-region = %s\n", cfg->shared_region ? cfg->shared_region : "(region)");
+	fprintf(f, "shared-profile = %s\n", cfg->shared_profile ? cfg->shared_profile
+								: "(as the origin)");
+	fprintf(f, "shared-timeout = %u\n", cfg->shared_timeout_ms);
 	fprintf(f, "options = %s\n", cfg->fuse_options ? cfg->fuse_options : "");
 }

@@ -62,6 +62,12 @@ struct tierfs_config {
 	unsigned max_retries;
 	unsigned max_connections;
 	unsigned max_threads;      /* FUSE worker threads */
+	/* the tier shared by a cluster's nodes (tiers/shared_tier.h) */
+	char *shared_cache;        /* "s3://BUCKET[/PREFIX]", NULL = none */
+	char *shared_endpoint;     /* NULL = AWS for shared_region */
+	char *shared_region;       /* NULL = region */
+	char *shared_profile;      /* NULL = the origin's credentials chain */
+	unsigned shared_timeout_ms; /* bound on one request to it */
 };
 
 /* Fill cfg with the built-in defaults (uid/gid = the caller's). */
@@ -86,6 +92,11 @@ int config_load_file(struct tierfs_config *cfg, const char *path, char *err, siz
  * cfg->bucket and cfg->prefix.  Rejects other schemes, empty or invalid
  * bucket names and unsafe prefixes (".", "..", "//"). */
 int config_set_source(struct tierfs_config *cfg, const char *uri, char *err, size_t errlen);
+
+/* Parse cfg->shared_cache ("s3://BUCKET[/PREFIX]"): *bucket and *prefix
+ * ("" or ending in '/') allocated on success.  0, or -1 with a message. */
+int config_shared_source(const struct tierfs_config *cfg, char **bucket, char **prefix,
+			 char *err, size_t errlen);
 
 /* Apply environment fallbacks (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
  * AWS_REGION, AWS_DEFAULT_REGION) to unset fields.  A gs:// source takes

@@ -32,6 +32,7 @@
 #include "fuse/fuse_ops.h"
 #include "s3/objstore_open.h"
 #include "s3/s3_client.h"
+#include "tiers/shared_tier.h"
 #include "tiers/ssd_tier.h"
 
 static const char usage_text[] =
@@ -104,7 +105,18 @@ static const char usage_text2[] =
 	"  -v                       more logging (-v info, -vv debug)\n"
 	"\n";
 
-/* (a second string: C99 compilers need only take 4095 characters in one) */
+/* (more strings: C99 compilers need only take 4095 characters in one) */
+static const char usage_shared_text[] =
+	"Shared cache tier options (docs/shared.md):\n"
+	"  --shared-cache URI       s3://BUCKET[/PREFIX]: a chunk tier shared by every node\n"
+	"                           mounting the same origin with it, between SSD and\n"
+	"                           origin (default: none)\n"
+	"  --shared-endpoint URL    its S3 endpoint, path-style (default: AWS)\n"
+	"  --shared-region R        its region (default: --region)\n"
+	"  --shared-profile P       its credentials profile (default: the origin's chain)\n"
+	"  --shared-timeout MS      bound on one request to it, >= 100 (1000)\n"
+	"\n";
+
 static const char usage_creds_text[] =
 	"Signals: SIGUSR1 logs one line of counters (S3, RAM tier, SSD tier).\n"
 	"\n"
@@ -257,6 +269,83 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		return -1;
 	}
 	return 0;
+}
+
+/* The tier shared by the cluster, when --shared-cache names one.  A store
+ * that refuses the credentials or has no such bucket is a mount error; one
+ * that cannot be reached now is not (the tier is skipped until it
+ * answers).  0 or -1 (message printed). */
+static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier **out)
+{
+	char *bucket = NULL, *prefix = NULL, origin[4096], err[1024];
+	struct objstore *store = NULL;
+	int rc = -1, orc;
+
+	*out = NULL;
+	if (!cfg->shared_cache)
+		return 0;
+	if (cfg->shared_timeout_ms < 100) {
+		fprintf(stderr, "tierfs: --shared-timeout is at least 100 (milliseconds)\n");
+		return -1;
+	}
+	if (config_shared_source(cfg, &bucket, &prefix, err, sizeof(err)) != 0) {
+		fprintf(stderr, "tierfs: %s\n", err);
+		return -1;
+	}
+	{
+		/* short bounds and no retry: a slow or dead tier costs a read
+		 * at most one timeout, then the breaker skips it */
+		struct objstore_source os = {
+			.scheme = OBJSTORE_S3,
+			.bucket = bucket,
+			.prefix = prefix,
+			.endpoint = cfg->shared_endpoint,
+			.region = cfg->shared_region ? cfg->shared_region : cfg->region,
+			.path_style = cfg->shared_endpoint != NULL,
+			/* gs:// profiles hold HMAC keys for Google, not for this */
+			.profile = cfg->shared_profile ? cfg->shared_profile
+				   : cfg->gcs ? NULL : cfg->profile,
+			.max_connections = cfg->max_connections,
+			.max_retries = 0,
+			.stall_timeout_ms = 1000,
+			.connect_timeout_ms = cfg->shared_timeout_ms,
+			.request_timeout_ms = cfg->shared_timeout_ms,
+		};
+
+		orc = objstore_open(&os, &store, NULL, 0, err, sizeof(err));
+		if (orc == TFS_E_CONNECT || orc == TFS_E_IO) {
+			log_warn("shared cache: %s; skipped until it answers", err);
+			os.skip_check = true;
+			orc = objstore_open(&os, &store, NULL, 0, err, sizeof(err));
+		}
+		if (orc != TFS_OK) {
+			fprintf(stderr, "tierfs: shared cache: %s\n", err);
+			goto out;
+		}
+	}
+	/* chunks of one origin version are shared by every node that names
+	 * the origin alike */
+	snprintf(origin, sizeof(origin), "%s://%s@%s", cfg->gcs ? "gs" : "s3", cfg->bucket,
+		 cfg->endpoint ? cfg->endpoint : "default");
+	/* queued writes are copies: a quarter of the RAM tier's size, at
+	 * least four chunks */
+	*out = shared_tier_new(&(struct shared_tier_config){
+		.store = store,
+		.prefix = prefix,
+		.origin = origin,
+		.chunk_size = (size_t)cfg->chunk_size,
+		.queue_bytes = cfg->ram_size / 4 > 4 * cfg->chunk_size ? cfg->ram_size / 4
+								     : 4 * cfg->chunk_size,
+	});
+	if (!*out) {
+		fprintf(stderr, "tierfs: shared cache: out of memory\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(bucket);
+	free(prefix);
+	return rc;
 }
 
 struct mount_state {
@@ -412,6 +501,7 @@ static int cmd_mount(int argc, char **argv)
 	struct objstore *store = NULL;
 	struct tfs_fs *fs = NULL;
 	struct ssd_tier *ssd = NULL;
+	struct shared_tier *shared = NULL;
 	struct stats_thread stt = { 0 };
 	struct ctl_daemon *ctl = NULL;
 	struct ctl_server *ctl_srv = NULL;
@@ -519,7 +609,7 @@ static int cmd_mount(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (open_ssd_tier(&cfg, &ssd) != 0)
+	if (open_ssd_tier(&cfg, &ssd) != 0 || open_shared_tier(&cfg, &shared) != 0)
 		goto out;
 	{
 		struct fs_config fc = {
@@ -530,6 +620,7 @@ static int cmd_mount(int argc, char **argv)
 			.ram_bytes = cfg.ram_size,
 			.ram_policy = cfg.ram_policy,
 			.ssd = ssd,
+			.shared = shared,
 			.parallel_gets = cfg.parallel_gets ? cfg.parallel_gets : 1,
 			.read_ahead = cfg.read_ahead == UINT64_MAX ? 8 * cfg.chunk_size
 								     : cfg.read_ahead,
@@ -621,6 +712,7 @@ out:
 	if (ms.ready_fd >= 0)
 		close(ms.ready_fd);   /* parent sees EOF: failure */
 	fs_free(fs);              /* first: it flushes writes queued on the SSD tier */
+	shared_tier_free(shared);
 	ssd_tier_close(ssd);
 	objstore_free(store);
 	config_release(&cfg);
@@ -656,6 +748,7 @@ int main(int argc, char **argv)
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
 		fputs(usage_text2, stdout);
+		fputs(usage_shared_text, stdout);
 		fputs(usage_creds_text, stdout);
 		fputs("\nControl commands (over the mount's control socket, docs/control.md):\n", stdout);
 		cli_usage(stdout);

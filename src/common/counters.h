@@ -144,6 +144,60 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "passthrough_declined_total", NULL, \
 	  "Opens served by the daemon while passthrough is on (not all on SSD, or busy).", NULL, \
 	  fst.pt_declined) \
+	X(SHARED_HITS, "shared", "hits", TFS_CK_COUNT, TFS_CU_COUNT, "shared_hits_total", NULL, \
+	  "Chunks the shared tier supplied.", "shared hits", cc.shared.hits) \
+	X(SHARED_MISSES, "shared", "misses", TFS_CK_COUNT, TFS_CU_COUNT, "shared_misses_total", \
+	  NULL, "Chunk lookups the shared tier could not answer.", "shared misses", \
+	  cc.shared.misses) \
+	X(SHARED_BYTES, "shared", "bytes", TFS_CK_COUNT, TFS_CU_BYTES, "shared_served_bytes_total", \
+	  NULL, "Bytes the shared tier supplied.", "shared bytes", cc.shared.bytes) \
+	X(SHARED_CORRUPT, "shared", "corrupt", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_checksum_failures_total", NULL, \
+	  "Shared chunks that failed verification (misses, rewritten).", "shared corrupt", \
+	  cc.shared.corrupt) \
+	X(SHARED_ERRORS, "shared", "errors", TFS_CK_COUNT, TFS_CU_COUNT, "shared_errors_total", \
+	  NULL, "Requests to the shared tier that failed or timed out.", "shared errors", \
+	  cc.shared.errors) \
+	X(SHARED_SKIPPED, "shared", "skipped", TFS_CK_COUNT, TFS_CU_COUNT, "shared_skipped_total", \
+	  NULL, "Lookups not sent while the shared tier was paused after failures.", NULL, \
+	  cc.shared.skipped) \
+	X(SHARED_CLAIMS, "shared", "claims", TFS_CK_COUNT, TFS_CU_COUNT, "shared_claims_total", \
+	  NULL, "Chunks this node claimed and fetched from the origin for the cluster.", NULL, \
+	  cc.shared.claims) \
+	X(SHARED_CLAIM_WAITS, "shared", "claim_waits", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_claim_waits_total", NULL, "Misses that waited for another node's claim.", NULL, \
+	  cc.shared.claim_waits) \
+	X(SHARED_CLAIM_HITS, "shared", "claim_hits", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_claim_hits_total", NULL, "Of those, chunks the other node wrote in time.", NULL, \
+	  cc.shared.claim_hits) \
+	X(SHARED_WRITES, "shared", "writes", TFS_CK_COUNT, TFS_CU_COUNT, "shared_writes_total", \
+	  NULL, "Chunks written to the shared tier.", "shared writes", cc.shared.writes) \
+	X(SHARED_WRITE_BYTES, "shared", "write_bytes", TFS_CK_COUNT, TFS_CU_BYTES, \
+	  "shared_written_bytes_total", NULL, "Bytes written to the shared tier.", NULL, \
+	  cc.shared.write_bytes) \
+	X(SHARED_WRITE_EXISTS, "shared", "write_exists", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_write_exists_total", NULL, "Writes another node had made first.", NULL, \
+	  cc.shared.write_exists) \
+	X(SHARED_WRITE_FAILURES, "shared", "write_failures", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_write_failures_total", NULL, "Writes to the shared tier refused or failed.", \
+	  "shared write failures", cc.shared.write_failures) \
+	X(SHARED_WRITE_DROPPED, "shared", "write_dropped", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "shared_write_dropped_total", NULL, \
+	  "Writes not made: queue full or the tier paused.", NULL, cc.shared.write_dropped) \
+	X(SHARED_WRITE_QUEUE, "shared", "write_queue", TFS_CK_STATE, TFS_CU_COUNT, \
+	  "shared_write_queue", NULL, "Writes to the shared tier queued or in flight.", NULL, \
+	  cc.shared.write_queue) \
+	X(SHARED_PAUSED, "shared", "paused", TFS_CK_STATE, TFS_CU_BOOL, "shared_paused", NULL, \
+	  "1 while the shared tier is skipped after failures.", "shared paused", \
+	  cc.shared.open) \
+	X(SHARED_P50_US, "shared", "latency_p50_us", TFS_CK_STATE, TFS_CU_COUNT, \
+	  "shared_latency_microseconds", "{quantile=\"0.5\"}", \
+	  "Latency of requests to the shared tier.", "shared latency p50 (us)", \
+	  cc.shared.req_p50_us) \
+	X(SHARED_P99_US, "shared", "latency_p99_us", TFS_CK_STATE, TFS_CU_COUNT, \
+	  "shared_latency_microseconds", "{quantile=\"0.99\"}", \
+	  "Latency of requests to the shared tier.", "shared latency p99 (us)", \
+	  cc.shared.req_p99_us) \
 	X(FS_OPEN_FILES, "fs", "open_files", TFS_CK_STATE, TFS_CU_COUNT, "open_files", NULL, \
 	  "Files open on the mount.", NULL, fst.open_files) \
 	X(FS_UNSAFE_KEYS, "fs", "unsafe_keys", TFS_CK_COUNT, TFS_CU_COUNT, "unsafe_keys_total", \

@@ -40,6 +40,8 @@ struct fs_config {
 	int ram_policy;            /* enum evict_kind for the RAM tier */
 	struct ssd_tier *ssd;      /* borrowed, outlives the fs; NULL = RAM only (the
 				    * chunk cache's SSD tier) */
+	struct shared_tier *shared; /* borrowed, outlives the fs; NULL = none (the chunk
+				    * cache's tier shared by a cluster) */
 	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
 	uint64_t read_ahead;       /* bytes a sequential stream keeps in flight ahead of
 				    * its reader, within a file and across a directory's
@@ -75,6 +77,7 @@ struct fs_attr {
 struct tfs_fs;
 struct chunk_cache;
 struct ssd_tier;
+struct shared_tier;
 struct fs_dir;
 struct fs_file;
 

@@ -27,6 +27,7 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	fs->cache = chunk_cache_new(&(struct chunk_cache_config){
 		.store = cfg->store, .parallel_gets = cfg->parallel_gets,
 		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd,
+		.shared = cfg->shared,
 		.ram_policy = (enum evict_kind)cfg->ram_policy,
 		.ahead_bytes = cfg->read_ahead ? cfg->read_ahead_mem : 0 });
 	root = calloc(1, sizeof(*root));

@@ -126,6 +126,8 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 			.max_connections = src->max_connections,
 			.max_retries = src->max_retries,
 			.stall_timeout_ms = src->stall_timeout_ms,
+			.connect_timeout_ms = src->connect_timeout_ms,
+			.request_timeout_ms = src->request_timeout_ms,
 		};
 
 		tfs_errinfo_clear(&ei);

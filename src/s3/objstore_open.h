@@ -36,6 +36,7 @@ struct objstore_source {
 	bool path_style;             /* S3 only (GCS is always path-style) */
 	const char *profile;         /* --profile, or NULL */
 	unsigned max_connections, max_retries, stall_timeout_ms; /* as s3_config */
+	unsigned connect_timeout_ms, request_timeout_ms;          /* as s3_config */
 	bool skip_check;             /* tools: no credentials fetch, no LIST */
 };
 

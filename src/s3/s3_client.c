@@ -68,6 +68,7 @@
 #define S3_KEY_MAX 1024
 #define S3_CONNECT_RETRIES 2
 #define S3_AUTH_MAX 1024
+#define S3_META_MAX 128
 #define S3_MAX_CONNECTIONS 1024
 #define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -89,7 +90,7 @@ struct s3_client {
 	char *ca_bundle;             /* NULL = curl default */
 	bool aws;                    /* endpoint derived from the region */
 	unsigned max_conn, max_retries, backoff_base_ms, backoff_max_ms;
-	long connect_timeout_ms, stall_ms, stall_s;
+	long connect_timeout_ms, stall_ms, stall_s, request_timeout_ms;
 
 	pthread_mutex_t lock;        /* guards idle[], n_idle, n_open */
 	pthread_cond_t cond;         /* signalled when a handle is returned */
@@ -117,6 +118,10 @@ struct s3_op {
 	size_t n_params;
 	const char *range;           /* Range header value or NULL */
 	const char *if_match;
+	bool if_none_match;          /* PUT: "If-None-Match: *" (create only) */
+	const char *meta_name;       /* PUT: sends x-amz-meta-NAME (signed); GET:
+	                              * keeps that header of the reply */
+	const char *meta_value;      /* PUT: its value */
 	const void *body;            /* PUT body */
 	size_t body_len;
 	const char *payload_hash;
@@ -143,6 +148,7 @@ struct s3_xfer {
 	bool have_etag;
 	char etag[OBJ_ETAG_MAX];
 	char generation[24];         /* x-goog-generation, "" when none */
+	char meta[S3_META_MAX];      /* x-amz-meta-<op->meta_name>, "" when none */
 	bool etag_too_long;
 	char last_modified[64];
 	bool have_crange, crange_total_known;
@@ -491,6 +497,7 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	if (c->stall_ms < 1000)
 		c->stall_ms = 1000;   /* the progress callback ticks about once a second */
 	c->stall_s = (c->stall_ms + 999) / 1000;
+	c->request_timeout_ms = (long)cfg->request_timeout_ms;
 
 	c->idle = calloc(c->max_conn, sizeof(*c->idle));
 	if (!c->idle)
@@ -743,6 +750,7 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 		x->have_crange = x->crange_total_known = false;
 		x->last_modified[0] = '\0';
 		x->generation[0] = '\0';
+		x->meta[0] = '\0';
 		return n;
 	}
 	colon = memchr(p, ':', vl);
@@ -779,6 +787,11 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 			memcpy(x->generation, v, vl);
 			x->generation[vl] = '\0';
 		}
+	} else if (x->op->meta_name && nl == 11 + strlen(x->op->meta_name) &&
+		   strncasecmp(p, "x-amz-meta-", 11) == 0 &&
+		   strncasecmp(p + 11, x->op->meta_name, nl - 11) == 0 && vl < sizeof(x->meta)) {
+		memcpy(x->meta, v, vl);
+		x->meta[vl] = '\0';
 	}
 	return n;
 }
@@ -884,20 +897,25 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 {
 	struct curl_slist *l = NULL;
 	bool oom = false;
-	char amz_date[17], auth[S3_AUTH_MAX];
+	char amz_date[17], auth[S3_AUTH_MAX], meta_hdr[64];
+	bool put_meta = op->meta_name && op->meta_value;
 	struct timespec now;
 	struct tm tm;
 
 	*rc = TFS_OK;
+	if (put_meta)
+		snprintf(meta_hdr, sizeof(meta_hdr), "x-amz-meta-%s", op->meta_name);
 	l = hdr_add(l, &oom, "Host: %s", c->req_host);
 	if (cr && cr->kind == CRED_BEARER) {
 		l = hdr_add(l, &oom, "Authorization: Bearer %s", cr->token);
 	} else if (cr && cr->kind == CRED_KEYS) {
-		struct sigv4_header sh[4] = {
+		/* x-amz-* headers must be signed: the metadata one too */
+		struct sigv4_header sh[5] = {
 			{ "host", c->req_host },
 			{ "x-amz-content-sha256", op->payload_hash },
 			{ "x-amz-date", amz_date },
 			{ "x-amz-security-token", cr->session_token },
+			{ meta_hdr, op->meta_value },
 		};
 		struct sigv4_request req = {
 			.method = op->method,
@@ -905,7 +923,7 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			.params = op->params,
 			.n_params = op->n_params,
 			.headers = sh,
-			.n_headers = cr->session_token ? 4 : 3,
+			.n_headers = 3,
 			.payload_hash = op->payload_hash,
 			.amz_date = amz_date,
 			.region = c->region,
@@ -914,6 +932,10 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			.secret_key = cr->secret_key,
 		};
 
+		if (cr->session_token)
+			req.n_headers = 4;
+		if (put_meta)
+			sh[req.n_headers++] = sh[4];
 		clock_gettime(CLOCK_REALTIME, &now);
 		gmtime_r(&now.tv_sec, &tm);
 		strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
@@ -935,6 +957,10 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 		l = hdr_add(l, &oom, "x-goog-if-generation-match: %s", op->if_match + 4);
 	else if (op->if_match)
 		l = hdr_add(l, &oom, "If-Match: %s", op->if_match);
+	if (op->if_none_match)
+		l = hdr_add(l, &oom, "If-None-Match: *");
+	if (put_meta)
+		l = hdr_add(l, &oom, "%s: %s", meta_hdr, op->meta_value);
 	/* No 100-continue round trip, no form content type. */
 	l = hdr_add(l, &oom, "Expect:");
 	l = hdr_add(l, &oom, "Content-Type:");
@@ -962,6 +988,8 @@ static bool setopts(struct s3_client *c, CURL *h, const struct s3_op *op,
 	SET(CURLOPT_PATH_AS_IS, 1L);
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	if (c->request_timeout_ms)
+		SET(CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
 	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
 	SET(CURLOPT_LOW_SPEED_TIME, c->stall_s);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
@@ -1488,15 +1516,19 @@ static int put_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 	return TFS_OK;
 }
 
+/* meta_name/meta_value: one x-amz-meta- header, or NULL; if_absent:
+ * "If-None-Match: *". */
 static int s3_put_path(struct s3_client *c, const char *path, const void *body,
-		       size_t len, char *etag_out, struct tfs_errinfo *ei)
+		       size_t len, const char *meta_name, const char *meta_value,
+		       bool if_absent, char *etag_out, struct tfs_errinfo *ei)
 {
 	struct put_ctx p = { .etag_out = etag_out };
 	char hash[65];
 	struct s3_op op = {
 		.method = "PUT", .path = path, .query = "", .body = body,
 		.body_len = len, .payload_hash = hash, .rx = RX_NONE,
-		.check = put_check, .ctx = &p,
+		.if_none_match = if_absent, .meta_name = meta_name,
+		.meta_value = meta_value, .check = put_check, .ctx = &p,
 	};
 
 	if (len && !body)
@@ -1515,7 +1547,109 @@ int s3_client_put(struct s3_client *c, const char *key, const void *body, size_t
 	tfs_errinfo_clear(&local);
 	rc = key_path(c, key, &path);
 	if (rc == TFS_OK)
-		rc = s3_put_path(c, path, body, len, etag_out, &local);
+		rc = s3_put_path(c, path, body, len, NULL, NULL, false, etag_out, &local);
+	free(path);
+	if (ei)
+		*ei = local;
+	return rc;
+}
+
+/* A user-metadata name we put in a header: [a-z0-9-], 1..32 bytes; its
+ * value printable ASCII without leading or trailing blanks. */
+static bool meta_ok(const char *name, const char *value)
+{
+	size_t n = name ? strlen(name) : 0, vl = value ? strlen(value) : 0;
+
+	if (n == 0 || n > 32 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+		return false;
+	if (!value)
+		return true;
+	if (vl == 0 || vl >= S3_META_MAX || value[0] == ' ' || value[vl - 1] == ' ')
+		return false;
+	for (size_t i = 0; i < vl; i++)
+		if (value[i] < 0x20 || value[i] > 0x7e)
+			return false;
+	return true;
+}
+
+int s3_client_put_meta(struct s3_client *c, const char *key, const void *body, size_t len,
+		       const char *meta_name, const char *meta_value, bool if_absent,
+		       struct tfs_errinfo *ei)
+{
+	struct tfs_errinfo local;
+	char *path = NULL;
+	int rc;
+
+	tfs_errinfo_clear(&local);
+	rc = key_path(c, key, &path);
+	if (rc == TFS_OK && (!meta_ok(meta_name, meta_value) || !meta_value))
+		rc = TFS_E_INVAL;
+	if (rc == TFS_OK)
+		rc = s3_put_path(c, path, body, len, meta_name, meta_value, if_absent, NULL,
+				 &local);
+	free(path);
+	if (ei)
+		*ei = local;
+	return rc;
+}
+
+struct get_meta_ctx {
+	size_t got;
+	char *meta_out;
+	size_t meta_cap;
+};
+
+static int get_meta_check(const struct s3_op *op, struct s3_xfer *x, void *ctx, bool *retry,
+			  struct tfs_errinfo *ei)
+{
+	struct get_meta_ctx *g = ctx;
+
+	(void)op;
+	if (x->status != 200 || !x->have_len) {
+		tfs_errinfo_set(ei, "HTTP %ld without Content-Length to a GET", x->status);
+		return TFS_E_PROTO;
+	}
+	if (x->content_length != x->rx_len) {
+		*retry = true;
+		tfs_errinfo_set(ei, "short body: %zu of %llu bytes", x->rx_len,
+				(unsigned long long)x->content_length);
+		return TFS_E_IO;
+	}
+	g->got = x->rx_len;
+	snprintf(g->meta_out, g->meta_cap, "%s", x->meta);
+	return TFS_OK;
+}
+
+int s3_client_get_meta(struct s3_client *c, const char *key, const char *meta_name, void *buf,
+		       size_t cap, size_t *got, char *meta_out, size_t meta_cap,
+		       struct tfs_errinfo *ei)
+{
+	struct tfs_errinfo local;
+	struct get_meta_ctx g = { .meta_out = meta_out, .meta_cap = meta_cap };
+	char *path = NULL;
+	int rc;
+
+	tfs_errinfo_clear(&local);
+	*got = 0;
+	if (meta_cap)
+		meta_out[0] = '\0';
+	rc = key_path(c, key, &path);
+	if (rc == TFS_OK && (!meta_ok(meta_name, NULL) || !buf || !cap || !meta_cap))
+		rc = TFS_E_INVAL;
+	if (rc == TFS_OK) {
+		struct s3_op op = {
+			.method = "GET", .path = path, .query = "", .meta_name = meta_name,
+			.payload_hash = S3_EMPTY_SHA256, .rx = RX_BUF, .rx_buf = buf,
+			.rx_cap = cap, .check = get_meta_check, .ctx = &g,
+		};
+
+		stat_add(&c->st_gets, 1);
+		rc = s3_run(c, &op, &local);
+		if (rc == TFS_OK) {
+			*got = g.got;
+			stat_add(&c->st_bytes, g.got);
+		}
+	}
 	free(path);
 	if (ei)
 		*ei = local;
@@ -1563,7 +1697,7 @@ int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei)
 		}
 		len = strlen(body);
 	}
-	rc = s3_put_path(c, bucket_level_path(c), body, len, NULL, &local);
+	rc = s3_put_path(c, bucket_level_path(c), body, len, NULL, NULL, false, NULL, &local);
 	if (rc != TFS_OK && strcmp(local.code, "BucketAlreadyOwnedByYou") == 0)
 		rc = TFS_OK;
 out:

@@ -55,6 +55,8 @@ struct s3_config {
 	unsigned stall_timeout_ms; /* abort (and retry) an attempt when no byte has
 	                            * moved this long after the request went out;
 	                            * 0 = 15000, at least 1000, ~1 s granularity */
+	unsigned request_timeout_ms; /* abort an attempt that has not ended this
+	                            * long after it started; 0 = no bound */
 };
 
 struct s3_client;
@@ -91,6 +93,24 @@ int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *e
 /* PUT the bucket; one we already own counts as success.  A
  * LocationConstraint is sent only to AWS outside us-east-1. */
 int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei);
+
+/* Calls of a cache kept in a bucket (tiers/shared_tier.h): an object and
+ * one user-metadata value (x-amz-meta-NAME) beside its bytes.  meta_name:
+ * 1-32 bytes of [a-z0-9-]; meta_value: 1-127 bytes of printable ASCII,
+ * no blank at either end (TFS_E_INVAL otherwise).
+ * put_meta: one PUT of body; if_absent sends "If-None-Match: *", so that
+ * an object present already gives TFS_E_STALE (HTTP 412) and is left as
+ * it was.  get_meta: one GET of the whole object into buf (cap bytes); an
+ * object larger than cap is an error (TFS_E_PROTO), never a short read;
+ * *got is its size, meta_out (meta_cap bytes) the value of the metadata
+ * header, "" when the object has none or a longer one.  TFS_E_NOENT when
+ * absent. */
+int s3_client_put_meta(struct s3_client *c, const char *key, const void *body, size_t len,
+		       const char *meta_name, const char *meta_value, bool if_absent,
+		       struct tfs_errinfo *ei);
+int s3_client_get_meta(struct s3_client *c, const char *key, const char *meta_name, void *buf,
+		       size_t cap, size_t *got, char *meta_out, size_t meta_cap,
+		       struct tfs_errinfo *ei);
 
 /* Counters since creation (see struct objstore_stats; relaxed atomics).
  * Thread-safe, lock-free. */

@@ -20,6 +20,7 @@
 #include "common/tfs_err.h"
 #include "tiers/access_trace.h"
 #include "tiers/pin_set.h"
+#include "tiers/shared_tier.h"
 #include "tiers/ssd_tier.h"
 #include "tiers/store_fetch.h"
 
@@ -28,6 +29,7 @@
 struct chunk_cache {
 	struct ram_tier *ram;
 	struct ssd_tier *ssd;
+	struct shared_tier *shared;   /* between SSD and the store; NULL = none */
 	struct objstore *store;
 	unsigned parallel_gets;
 	size_t chunk_size;
@@ -66,6 +68,7 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 	ram_tier_set_ahead_limit(cc->ram, cfg->ahead_bytes);
 	ram_tier_set_pins(cc->ram, cc->pins);
 	cc->ssd = cfg->ssd;
+	cc->shared = cfg->shared;
 	if (cc->ssd)
 		ssd_tier_set_pins(cc->ssd, cc->pins);
 	return cc;
@@ -123,12 +126,28 @@ static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	return TFS_OK;
 }
 
+/* Below the SSD tier: the shared tier when it has a verified copy, else
+ * the store (*from_store; *t: what the shared tier wants done with it). */
+static int shared_or_store(struct chunk_cache *cc, const struct chunk_obj *o,
+			   const struct chunk_id *id, size_t want, void *buf, bool *from_store,
+			   struct shared_ticket *t)
+{
+	int rc;
+
+	*t = (struct shared_ticket){ 0 };
+	if (cc->shared && want > 0 && shared_tier_get(cc->shared, id, want, buf, t) == TFS_OK)
+		return TFS_OK;
+	rc = store_get(cc, o, id->index, want, buf);
+	*from_store = rc == TFS_OK;
+	return rc;
+}
+
 /* Fill ref, the RAM tier's miss on chunk id of o (want bytes): from the
  * SSD tier when it holds a verified copy of that length, else from the
- * store (*from_store).  *len: the bytes filled. */
+ * shared tier or the store (*from_store).  *len: the bytes filled. */
 static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 		      const struct chunk_id *id, size_t want, struct chunk_ref *ref, size_t *len,
-		      bool *from_store)
+		      bool *from_store, struct shared_ticket *t)
 {
 	void *buf = chunk_ref_buf(ref);
 	int rc;
@@ -140,9 +159,8 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
 			 "fetched again", (unsigned long long)id->index, id->key, *len, want);
 	}
-	rc = store_get(cc, o, id->index, want, buf);
+	rc = shared_or_store(cc, o, id, want, buf, from_store, t);
 	*len = rc == TFS_OK ? want : 0;
-	*from_store = rc == TFS_OK;
 	return rc;
 }
 
@@ -154,11 +172,12 @@ static void release_ref(void *ref)
 /* How a chunk the store supplied goes to the SSD tier (write-behind):
  * a reader's is dropped when the queue is full; a fetch ahead waits for
  * room in the queue (no reader waits on it); a scan's fetch ahead into
- * free room is kept there until read (ssd_tier_store_ahead). */
+ * free room is kept there until read (ssd_tier_store_ahead).  And to the
+ * shared tier, as t says, unless that is where it came from. */
 enum wb_mode { WB_READER, WB_WAIT, WB_AHEAD };
 
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
-			 struct chunk_ref *ref, enum wb_mode wb)
+			 struct chunk_ref *ref, enum wb_mode wb, const struct shared_ticket *t)
 {
 	if (cc->ssd && chunk_ref_len(ref) > 0) {
 		struct chunk_ref *d = chunk_ref_dup(ref);
@@ -170,6 +189,8 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 		/* refused: released, counted */
 		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d), release_ref, d);
 	}
+	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0)
+		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t);
 }
 
 /* Record a reader's access in the trace being recorded, if any. */
@@ -205,6 +226,7 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
 	struct chunk_ref *ref;
+	struct shared_ticket t = { 0 };
 	bool from_store = false;
 	int rc;
 
@@ -218,10 +240,10 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		return TFS_E_STALE;
 	}
 	if (rc == TFS_MISS) {
-		rc = chain_fill(cc, o, &id, want, ref, &len, &from_store);
+		rc = chain_fill(cc, o, &id, want, ref, &len, &from_store, &t);
 		rc = ram_tier_fill_done(cc->ram, ref, rc, len);
-		if (rc == TFS_OK && from_store)
-			write_behind(cc, &id, ref, wb);
+		if (rc == TFS_OK && (from_store || t.hit))
+			write_behind(cc, &id, ref, wb, &t);
 		*fetched = rc == TFS_OK && from_store;
 	}
 	if (rc == TFS_OK)
@@ -352,6 +374,8 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
 	struct chunk_ref *ref;
+	struct shared_ticket t;
+	bool from_store = false;
 	void *buf;
 	int rc;
 
@@ -387,12 +411,14 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);
 	if (!buf)
 		return TFS_E_NOMEM;
-	rc = store_get(cc, o, index, want, buf);
+	rc = shared_or_store(cc, o, &id, want, buf, &from_store, &t);
 	if (rc != TFS_OK) {
 		free(buf);
 		return rc;
 	}
-	*fetched = true;
+	*fetched = from_store;
+	if (cc->shared && from_store && want > 0)
+		shared_tier_put(cc->shared, &id, buf, want, &t);   /* a copy */
 	if (want == 0) {
 		free(buf);
 		return TFS_OK;
@@ -595,5 +621,10 @@ void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out)
 	out->store_fetches = atomic_load(&cc->store_fetches);
 	out->store_bytes = atomic_load(&cc->store_bytes);
 	out->store_errors = atomic_load(&cc->store_errors);
+	out->has_shared = cc->shared != NULL;
+	if (cc->shared)
+		shared_tier_stats(cc->shared, &out->shared);
+	else
+		out->shared = (struct shared_tier_stats){ 0 };
 	pin_set_totals(cc->pins, &out->pinned_files, &out->pinned_ram, &out->pinned_ssd);
 }

@@ -1,11 +1,14 @@
-/* chunk_cache.h - the read chain: RAM tier -> SSD tier -> object store.
+/* chunk_cache.h - the read chain: RAM tier -> SSD tier -> shared tier ->
+ * object store.
  *
  * A reader asks for chunk `index` of one object version.  A RAM hit is
  * served at once.  A RAM miss fills a RAM slot (single-flight: concurrent
  * misses on one chunk wait for one fill) from the SSD tier when it holds a
- * verified copy (promotion), else from the object store, the last link of
- * the chain (parallel ranged GETs, store_fetch.h); a chunk fetched from
- * the store is then queued for the SSD tier (write-behind, so a restart
+ * verified copy (promotion), else from the shared tier when there is one
+ * and it has a verified copy (shared_tier.h), else from the object store,
+ * the last link of the chain (parallel ranged GETs, store_fetch.h); a
+ * chunk fetched from the store is then queued for the SSD tier and the
+ * shared tier (write-behind, so a restart
  * or kill -9 finds it without a GET; the RAM buffer stays referenced
  * until written).  The SSD tier is optional, and a failing one is a miss:
  * it can slow a read down, never fail it.  Prefetch, scans, plans and an
@@ -26,6 +29,7 @@
 #include "tiers/chunk_id.h"
 #include "tiers/pin_set.h"
 #include "tiers/ram_tier.h"
+#include "tiers/shared_tier.h"
 #include "tiers/tier_stats.h"
 
 struct chunk_cache;
@@ -39,6 +43,7 @@ struct chunk_cache_config {
 	enum evict_kind ram_policy;   /* 0 (LRU) when left out */
 	size_t chunk_size;
 	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
+	struct shared_tier *shared; /* borrowed, outlives the cache; NULL = none */
 	uint64_t ahead_bytes;      /* read-ahead protected from eviction (0 = none) */
 };
 
@@ -48,6 +53,8 @@ struct chunk_cache_stats {
 	uint64_t store_fetches;    /* chunk fills from the object store */
 	uint64_t store_bytes;      /* bytes those fills brought */
 	uint64_t store_errors;     /* fills that failed */
+	bool has_shared;
+	struct shared_tier_stats shared;
 	size_t pinned_files;       /* keys pinned by an operator */
 	uint64_t pinned_ram, pinned_ssd;   /* their bytes, per tier */
 };

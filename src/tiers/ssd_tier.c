@@ -2118,8 +2118,28 @@ int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_
 		whole = e && e->state == ENTRY_STORED &&
 			e->data_len == (want < t->chunk_size ? want : t->chunk_size);
 	}
-	if (o && whole)
+	if (o && whole) {
 		o->holds++;   /* before the open: an eviction now would punch under it */
+		/* The kernel reads this file without us: the open is the one
+		 * access the policy sees, and a loader opens a file to read it
+		 * whole.  Counted for every chunk, as reads would be, so that a
+		 * file read through passthrough is not taken for cold and one
+		 * fetched ahead is no longer "ahead" once its reader came. */
+		for (uint64_t i = 0; i < n; i++) {
+			struct chunk_id id = { key, cache_id, i };
+			struct ssd_entry *e;
+			uint64_t hi, lo;
+
+			id_hash(&id, &hi, &lo);
+			e = table_find(t, &id, hi, lo);
+			evict_policy_access(t->policy, lo);
+			if (e->hits < UINT32_MAX)
+				e->hits++;
+			ahead_clear(t, e, false);
+			e->last_access = clock_wall_coarse_s();
+			e->touched = true;
+		}
+	}
 	pthread_mutex_unlock(&t->lock);
 	if (!o || !whole)
 		return TFS_MISS;

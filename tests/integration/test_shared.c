@@ -1,0 +1,350 @@
+/* test_shared.c - the shared cache tier: several daemons on one machine,
+ * each with its own mountpoint and cache directory, the origin behind
+ * tierfs-faultproxy (which counts what the origin sends) and the shared
+ * bucket on the same server, reached directly.
+ *
+ * What must hold: a second node reads what the first fetched from the
+ * shared tier, not from the origin; a corrupt or truncated shared chunk
+ * is a miss, served right from the origin and rewritten; a shared tier
+ * that cannot be reached costs no read; a changed origin object is never
+ * served from its old version's shared chunks; of two nodes missing one
+ * chunk at once, one claims it and the other is served what the first
+ * wrote.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tiers/shared_tier.h"
+
+#define F_KEY "data/f.bin"
+#define F_SEED 0x5a1ecu
+#define F_CHUNKS 5
+#define F_SIZE (F_CHUNKS * IT_MIB - 1000)    /* the last chunk is short */
+
+static struct it_env env;
+static struct it_bucket origin, shared;
+static struct it_proxy proxy;
+
+static void shared_init(void)
+{
+	IT_ENV_OR_SKIP(&env);
+	cr_assert_not_null(env.proxy_bin, "TIERFS_PROXY_BIN not set");
+	cr_assert_eq(it_bucket_create(&env, "sho", &origin), 0, "create the origin bucket");
+	cr_assert_eq(it_bucket_create(&env, "shc", &shared), 0, "create the shared bucket");
+	cr_assert_eq(it_put_gen(&origin, F_KEY, F_SEED, F_SIZE), 0);
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
+}
+
+static void shared_fini(void)
+{
+	it_cleanup();
+	it_proxy_stop(&proxy);
+	if (origin.client) {
+		it_bucket_empty(&origin);
+		it_bucket_close(&origin);
+	}
+	if (shared.client) {
+		it_bucket_empty(&shared);
+		it_bucket_close(&shared);
+	}
+}
+
+TestSuite(shared, .init = shared_init, .fini = shared_fini, .timeout = 240);
+
+/* A node: its own mountpoint and cache directory, the origin through the
+ * proxy, the shared tier at shared_ep (NULL: the server itself). */
+static void node_mount(struct it_mount *m, const char *shared_ep)
+{
+	char src[128], sh[128], cache[PATH_MAX];
+	const char *opts[] = {
+		"--chunk-size", "1M", "--cache-dir", cache, "--shared-cache", sh,
+		"--shared-endpoint", shared_ep ? shared_ep : env.endpoint,
+		"--read-ahead", "0", "--scan-prefetch", "0", "-v", NULL,
+	};
+
+	cr_assert_eq(it_mkdtemp(&env, "shcache", cache, sizeof(cache)), 0);
+	it_fmt(src, sizeof(src), "s3://%s", origin.name);
+	it_fmt(sh, sizeof(sh), "s3://%s/cluster", shared.name);
+	if (it_mount(&env, src, proxy.url, opts, m) != 0)
+		cr_assert_fail("mount failed (status %d): %s", m->status, it_mount_log(m));
+}
+
+/* Read all of F_KEY through m; it must be exactly the upload of seed. */
+static void read_ok(struct it_mount *m, uint64_t seed)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(F_SIZE + 1);
+	int fd;
+	ssize_t r;
+	int64_t bad;
+
+	cr_assert_not_null(buf);
+	it_fmt(p, sizeof(p), "%s/%s", m->dir, F_KEY);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", p, strerror(errno));
+	r = it_pread_full(fd, buf, F_SIZE + 1, 0);
+	cr_assert_eq(r, (ssize_t)F_SIZE, "read: %zd (%s)", r, r < 0 ? strerror(errno) : "");
+	bad = it_gen_mismatch(seed, 0, buf, F_SIZE);
+	cr_assert_eq(bad, -1, "wrong byte at %lld", (long long)bad);
+	close(fd);
+	free(buf);
+}
+
+/* Wait (<= 30 s) until counter name of m reaches at least want. */
+static long long wait_stat(struct it_mount *m, const char *name, long long want)
+{
+	long long v = -1;
+
+	for (int i = 0; i < 300; i++) {
+		v = it_daemon_stat(m, name);
+		if (v >= want)
+			return v;
+		usleep(100 * 1000);
+	}
+	return v;
+}
+
+/* The keys of the shared bucket under prefix, n at most. */
+static size_t shared_keys(const char *prefix, char keys[][200], size_t n)
+{
+	struct obj_list_page *page = NULL;
+	size_t k = 0;
+
+	cr_assert_eq(objstore_list(s3_client_objstore(shared.client), prefix, NULL, NULL, 0, &page,
+				   NULL), TFS_OK);
+	for (size_t i = 0; i < page->n_entries && k < n; i++)
+		it_fmt(keys[k++], 200, "%s", page->entries[i].key);
+	obj_list_page_free(page);
+	return k;
+}
+
+/* Node A reads from the origin and fills the shared tier; node B then
+ * reads every chunk from the shared tier, the origin sending no byte of
+ * the file. */
+Test(shared, second_node_reads_from_shared)
+{
+	struct it_mount a, b;
+	char keys[16][200];
+	long long down;
+
+	node_mount(&a, NULL);
+	read_ok(&a, F_SEED);
+	cr_assert_eq(wait_stat(&a, "shared.writes", F_CHUNKS), F_CHUNKS,
+		     "node A wrote its chunks to the shared tier");
+	cr_expect_eq(shared_keys("cluster/c/", keys, 16), F_CHUNKS, "one object per chunk");
+	cr_expect_eq(shared_keys("cluster/claim/", keys, 16), 0, "claims removed once written");
+
+	node_mount(&b, NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&b, F_SEED);
+	down = it_proxy_stat(&proxy, "bytes_down");
+	cr_expect_lt(down, 64 * 1024, "the origin sent %lld bytes to node B", down);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "no object GET reached the origin");
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), F_CHUNKS);
+	cr_expect_eq(it_daemon_stat(&b, "shared.bytes"), F_SIZE);
+	cr_expect_eq(it_daemon_stat(&b, "store.fetches"), 0);
+	it_unmount_ok(&env, &b);
+	it_unmount_ok(&env, &a);
+}
+
+/* Damage shared objects: one chunk with a byte flipped, one truncated.
+ * Node B reads right bytes (two misses, from the origin), rewrites both,
+ * and node C then reads everything from the shared tier. */
+Test(shared, corrupt_chunk_is_a_miss_and_rewritten)
+{
+	struct it_mount a, b, c;
+	char keys[16][200], meta[128];
+	size_t n, got;
+	char *buf = malloc(IT_MIB);
+
+	cr_assert_not_null(buf);
+	node_mount(&a, NULL);
+	read_ok(&a, F_SEED);
+	cr_assert_eq(wait_stat(&a, "shared.writes", F_CHUNKS), F_CHUNKS);
+	it_unmount_ok(&env, &a);
+	n = shared_keys("cluster/c/", keys, 16);
+	cr_assert_eq(n, F_CHUNKS);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(s3_client_get_meta(shared.client, keys[i], "tierfs-sum", buf, IT_MIB,
+						&got, meta, sizeof(meta), NULL), TFS_OK);
+		cr_assert_neq(meta[0], '\0', "the shared chunk carries its checksum");
+		if (i == 0)
+			buf[got / 2] ^= 0x40;    /* same length, same header, one bit off */
+		else
+			got /= 2;                /* truncated */
+		cr_assert_eq(s3_client_put_meta(shared.client, keys[i], buf, got, "tierfs-sum", meta,
+						false, NULL), TFS_OK);
+	}
+
+	node_mount(&b, NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&b, F_SEED);
+	cr_expect_eq(it_daemon_stat(&b, "shared.corrupt"), 2);
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), F_CHUNKS - 2);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET") > 0, 1, "the bad chunks came from the origin");
+	cr_assert_eq(wait_stat(&b, "shared.writes", 2), 2, "node B rewrote both");
+	it_unmount_ok(&env, &b);
+
+	node_mount(&c, NULL);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	read_ok(&c, F_SEED);
+	cr_expect_eq(it_daemon_stat(&c, "shared.hits"), F_CHUNKS);
+	cr_expect_eq(it_daemon_stat(&c, "shared.corrupt"), 0);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0);
+	it_unmount_ok(&env, &c);
+	free(buf);
+}
+
+/* The shared endpoint refuses connections: the mount comes up, reads
+ * are right, and the tier is paused after its failures. */
+Test(shared, unreachable_shared_tier_costs_no_read)
+{
+	struct it_mount a;
+	char dead[64];
+	int fd;
+	int port = it_dead_port(&fd);
+	double t0;
+
+	cr_assert_gt(port, 0);
+	it_fmt(dead, sizeof(dead), "http://127.0.0.1:%d", port);
+	node_mount(&a, dead);
+	t0 = it_now();
+	read_ok(&a, F_SEED);
+	cr_expect_lt(it_now() - t0, 60.0, "reads took %.1f s", it_now() - t0);
+	cr_expect_gt(it_daemon_stat(&a, "shared.errors"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "shared.hits"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "store.fetches"), F_CHUNKS);
+	it_unmount_ok(&env, &a);
+	close(fd);
+}
+
+/* The origin object changes (new ETag): a node that opens the new
+ * version never gets the old version's shared chunks. */
+Test(shared, changed_origin_object_never_stale)
+{
+	struct it_mount a, b;
+
+	node_mount(&a, NULL);
+	read_ok(&a, F_SEED);
+	cr_assert_eq(wait_stat(&a, "shared.writes", F_CHUNKS), F_CHUNKS);
+	it_unmount_ok(&env, &a);
+	cr_assert_eq(it_put_gen(&origin, F_KEY, F_SEED + 1, F_SIZE), 0, "new version");
+
+	node_mount(&b, NULL);
+	read_ok(&b, F_SEED + 1);
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), 0);
+	cr_expect_eq(it_daemon_stat(&b, "store.fetches"), F_CHUNKS);
+	it_unmount_ok(&env, &b);
+}
+
+/* ---- the claim, through the tier's own interface ---- */
+
+static struct shared_tier *tier_open(unsigned claim_wait_ms)
+{
+	struct tfs_errinfo ei;
+	struct s3_client *c = s3_client_new(&(struct s3_config){
+		.endpoint = env.endpoint, .region = env.region, .bucket = shared.name,
+		.path_style = true, .access_key = env.access_key, .secret_key = env.secret_key,
+		.request_timeout_ms = 10000 }, &ei);
+
+	cr_assert_not_null(c, "%s", ei.message);
+	return shared_tier_new(&(struct shared_tier_config){
+		.store = s3_client_objstore(c), .prefix = "claims-test/", .origin = "s3://x@test",
+		.chunk_size = 4096, .claim_wait_ms = claim_wait_ms });
+}
+
+struct waiter {
+	struct shared_tier *st;
+	struct chunk_id id;
+	char buf[4096];
+	struct shared_ticket t;
+	int rc;
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = shared_tier_get(w->st, &w->id, sizeof(w->buf), w->buf, &w->t);
+	return NULL;
+}
+
+/* Node 1 misses and claims; node 2 misses the same chunk, finds the
+ * claim and waits; node 1 writes the chunk; node 2 is served it. */
+Test(shared, one_node_claims_the_other_waits)
+{
+	struct shared_tier *n1 = tier_open(60000), *n2 = tier_open(60000);
+	struct chunk_id id = { "k/with\n odd bytes \xff", "\"etag-1\"", 3 };
+	struct shared_tier_stats s1, s2;
+	struct shared_ticket t1;
+	struct waiter w = { .st = n2, .id = id };
+	char data[4096], buf[4096];
+	pthread_t th;
+
+	cr_assert(n1 && n2);
+	it_gen(42, 0, data, sizeof(data));
+	cr_assert_eq(shared_tier_get(n1, &id, sizeof(buf), buf, &t1), TFS_MISS);
+	cr_assert(t1.claimed, "the first miss claims the chunk");
+	cr_assert_eq(pthread_create(&th, NULL, waiter_run, &w), 0);
+	for (int i = 0; i < 600; i++) {     /* until node 2 is waiting on the claim */
+		shared_tier_stats(n2, &s2);
+		if (s2.claim_waits)
+			break;
+		usleep(50 * 1000);
+	}
+	cr_assert_eq(s2.claim_waits, 1, "node 2 found the claim");
+	shared_tier_put(n1, &id, data, sizeof(data), &t1);
+	shared_tier_flush(n1);
+	pthread_join(th, NULL);
+	cr_assert_eq(w.rc, TFS_OK, "node 2 was served the claimed chunk");
+	cr_assert_eq(memcmp(w.buf, data, sizeof(data)), 0);
+	shared_tier_stats(n1, &s1);
+	shared_tier_stats(n2, &s2);
+	cr_expect_eq(s1.claims, 1);
+	cr_expect_eq(s1.writes, 1);
+	cr_expect_eq(s2.claim_hits, 1);
+	cr_expect_eq(s2.claims, 0);
+
+	/* a second write of the same chunk is refused as present, not redone */
+	struct shared_ticket none = { 0 };
+	shared_tier_put(n2, &id, data, sizeof(data), &none);
+	shared_tier_flush(n2);
+	shared_tier_stats(n2, &s2);
+	cr_expect_eq(s2.write_exists, 1, "create-only: the server kept the first copy");
+	cr_expect_eq(s2.writes, 0);
+	shared_tier_free(n1);
+	shared_tier_free(n2);
+}
+
+/* The client's metadata calls refuse what would make a bad header. */
+Test(shared, metadata_header_checked)
+{
+	char buf[16], meta[128];
+	size_t got;
+
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "Bad Name", "v", false, NULL),
+		     TFS_E_INVAL);
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "sum", "a\r\nX-Evil: 1", false,
+					NULL), TFS_E_INVAL);
+	cr_expect_eq(s3_client_put_meta(shared.client, "k", "x", 1, "sum", "", false, NULL),
+		     TFS_E_INVAL);
+	cr_expect_eq(s3_client_get_meta(shared.client, "k", "no:colon", buf, sizeof(buf), &got,
+					meta, sizeof(meta), NULL), TFS_E_INVAL);
+	cr_assert_eq(s3_client_put_meta(shared.client, "k", "abc", 3, "sum", "1 3 x", true, NULL),
+		     TFS_OK);
+	cr_assert_eq(s3_client_get_meta(shared.client, "k", "sum", buf, sizeof(buf), &got, meta,
+					sizeof(meta), NULL), TFS_OK);
+	cr_expect_eq(got, 3);
+	cr_expect_str_eq(meta, "1 3 x");
+	cr_expect_eq(s3_client_get_meta(shared.client, "k", "sum", buf, 2, &got, meta,
+					sizeof(meta), NULL), TFS_E_PROTO, "larger than the buffer");
+	cr_expect_eq(s3_client_get_meta(shared.client, "absent", "sum", buf, sizeof(buf), &got,
+					meta, sizeof(meta), NULL), TFS_E_NOENT);
+}
