@@ -59,6 +59,7 @@
 
 #include "common/log.h"
 #include "common/rand.h"
+#include "s3/s3_client_internal.h"
 #include "s3/s3_xml.h"
 #include "s3/sigv4.h"
 
@@ -1571,4 +1572,42 @@ out:
 	if (ei)
 		*ei = local;
 	return rc;
+}
+
+void s3_client_parse_headers(const char *buf, size_t len, struct s3_headers_seen *out)
+{
+	struct s3_xfer x;
+	size_t pos = 0;
+
+	memset(&x, 0, sizeof(x));
+	while (pos < len && !x.header_over) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+
+		/* curl's header callback gets a writable buffer */
+		char *line = malloc(n ? n : 1);
+
+		if (!line)
+			break;
+		memcpy(line, buf + pos, n);
+		if (header_cb(line, 1, n, &x) != n)
+			x.header_over = true;
+		free(line);
+		pos += n;
+	}
+	memset(out, 0, sizeof(*out));
+	out->status = x.status;
+	out->over = x.header_over;
+	out->have_len = x.have_len;
+	out->content_length = x.content_length;
+	out->have_etag = x.have_etag;
+	out->etag_too_long = x.etag_too_long;
+	memcpy(out->etag, x.etag, sizeof(out->etag));
+	memcpy(out->last_modified, x.last_modified, sizeof(out->last_modified));
+	memcpy(out->generation, x.generation, sizeof(out->generation));
+	out->have_crange = x.have_crange;
+	out->crange_total_known = x.crange_total_known;
+	out->cr_start = x.cr_start;
+	out->cr_end = x.cr_end;
+	out->cr_total = x.cr_total;
 }
