@@ -775,8 +775,13 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 	} else if (nl == 13 && strncasecmp(p, "content-range", nl) == 0) {
 		parse_content_range(x, v, vl);
 	} else if (nl == 17 && strncasecmp(p, "x-goog-generation", nl) == 0) {
-		/* digits only: it becomes part of a cache key and a header */
-		if (vl > 0 && vl < sizeof(x->generation) && strspn(v, "0123456789") >= vl) {
+		/* digits only: it becomes part of a cache key and a header
+		 * (counted within vl: curl's line is not NUL-terminated) */
+		size_t digits = 0;
+
+		while (digits < vl && isdigit((unsigned char)v[digits]))
+			digits++;
+		if (vl > 0 && vl < sizeof(x->generation) && digits == vl) {
 			memcpy(x->generation, v, vl);
 			x->generation[vl] = '\0';
 		}
