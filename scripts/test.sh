@@ -5,12 +5,15 @@
 #   1. scripts/setup.sh installs what is missing (fast when nothing is);
 #   2. three builds: build/ (debugoptimized, warnings as errors),
 #      build-asan/ (ASan + UBSan) and build-tsan/ (ThreadSanitizer: only
-#      the unit tests of threaded code, TSAN_TESTS below);
+#      the cache stress program and the sanitizer canary);
 #   3. a throwaway radosgw on loopback (scripts/rgw/start-rgw.sh), stopped
 #      from the exit trap;
 #   4. every Criterion test binary of both builds: unit tests, then
 #      integration tests that mount for real (the ASan daemon for the ASan
-#      pass), then the TSan unit tests;
+#      pass); in each build, tierfs-stress-cache (threads through the
+#      whole chunk cache, bytes checked) and, in the sanitizer builds, the
+#      canary that proves each sanitizer live; build-tsan runs only those
+#      (Criterion's sandbox cannot run under ThreadSanitizer);
 #   5. every fuzz target under libFuzzer for a short time (scripts/fuzz.sh,
 #      TIERFS_TEST_FUZZ_SECS each, default 10), each counting as one test.
 # Ends with one line "N passed, N failed" counting individual tests
@@ -62,15 +65,12 @@ if [ "${TIERFS_TEST_SKIP_ASAN:-0}" != 1 ]; then
 		die "sanitizer build failed (log: $LOG_DIR/build-build-asan.log)"
 	BUILDS+=(build-asan)
 fi
-# The unit tests of code with threads (and the sanitizer canary), under
-# ThreadSanitizer; only their targets are built, to keep the run short.
-TSAN_TESTS=(test_ram_tier test_chunk_cache test_ssd_tier test_prefetch test_plan test_fs
-	test_readahead test_scan test_cache_index test_cred_provider test_latency_hist
-	test_sanitizer_canary)
+# ThreadSanitizer: Criterion's sandbox maps memory where TSan keeps its
+# shadow, so this build makes only the plain programs run under it.
 if [ "${TIERFS_TEST_SKIP_TSAN:-0}" != 1 ]; then
-	step "build (TSan, threaded unit tests)"
+	step "build (TSan: stress and canary)"
 	build build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug -- \
-		"${TSAN_TESTS[@]/#/tests/}" tests/tierfs-sanitizer-canary ||
+		tests/tierfs-stress-cache tests/tierfs-sanitizer-canary ||
 		die "TSan build failed (log: $LOG_DIR/build-build-tsan.log)"
 	BUILDS+=(build-tsan)
 fi
@@ -101,7 +101,7 @@ FAILED=0
 FAILED_NAMES=()
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
-export TSAN_OPTIONS=exitcode=88:second_deadlock_stack=1
+export TSAN_OPTIONS=exitcode=88:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan/tsan.supp
 
 # sanitizer_report LOG: did LeakSanitizer, ASan, UBSan or TSan report in LOG?
 sanitizer_report() { grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$1"; }
@@ -178,19 +178,48 @@ for ((round = 1; round <= REPEAT; round++)); do
 	for b in "${BUILDS[@]}"; do
 		step "tests: $b${REPEAT:+$([ "$REPEAT" -gt 1 ] && echo " (round $round of $REPEAT)")}"
 		for kind in unit integration shell; do
-			# the TSan build has the threaded unit tests only
-			[ "$b" = build-tsan ] && [ "$kind" != unit ] && continue
+			[ "$b" = build-tsan ] && continue
 			for name in $(tests_in "$b" "$kind"); do
 				# shellcheck disable=SC2053
 				[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
-				if [ "$b" = build-tsan ] && [[ " ${TSAN_TESTS[*]} " != *" $name "* ]]; then
-					continue
-				fi
 				if [ "$kind" = shell ]; then run_sh "$b" "$name"; else run_bin "$b" "$name"; fi
 			done
 		done
 	done
 done
+
+# run_stress BUILD: threads through the chunk cache for a while (one test)
+run_stress() {
+	local b=$1 log=$LOG_DIR/$1-stress.log
+	if timeout -k 10 300 "$b/tests/tierfs-stress-cache" "${TIERFS_TEST_STRESS_SECS:-15}" \
+		>"$log" 2>&1 && ! sanitizer_report "$log"; then
+		PASSED=$((PASSED + 1))
+		echo "ok   $b/tierfs-stress-cache: $(tail -n 1 "$log")"
+	else
+		fail_one "$b" tierfs-stress-cache "$log" ""
+	fi
+}
+
+# run_canary BUILD MODE REPORT: the sanitizer must report MODE's bug (one
+# test); its report stays in its own log, never in one sanitizer_report reads
+run_canary() {
+	local b=$1 log=$LOG_DIR/$1-canary-$2.txt
+	"$b/tests/tierfs-sanitizer-canary" "$2" >"$log" 2>&1
+	if grep -aq "$3" "$log"; then
+		PASSED=$((PASSED + 1))
+		echo "ok   $b/canary $2: the sanitizer reported it"
+	else
+		fail_one "$b" "canary-$2" "$log" " (no \"$3\": the sanitizer is not live)"
+	fi
+}
+
+if [[ stress == ${TIERFS_TEST_FILTER:-*} ]]; then
+	for b in "${BUILDS[@]}"; do
+		step "stress: $b"
+		run_stress "$b"
+		[ "$b" = build-tsan ] && run_canary "$b" race "ThreadSanitizer: data race"
+	done
+fi
 
 # libFuzzer on every parser for a short time: each target counts as one
 # test (scripts/fuzz.sh; without clang's libFuzzer, said and skipped)
