@@ -485,3 +485,70 @@ Test(hostile, daemon_touches_nothing_outside_mount_and_cache)
 	cr_expect_eq(bad, 0, "%d calls named a path outside the mount, the cache and the "
 		     "system's directories (see stderr)", bad);
 }
+
+/* ---- 100,000 keys in one prefix, through radosgw (opt-in) ---------------- */
+
+#define BIG_KEYS 100000u
+
+static long daemon_rss_kib(pid_t pid)
+{
+	char path[64], *s, *p;
+	long kib = -1;
+
+	it_fmt(path, sizeof(path), "/proc/%d/status", (int)pid);
+	s = it_read_file(path, NULL);
+	if (s && (p = strstr(s, "VmRSS:")))
+		kib = strtol(p + 6, NULL, 10);
+	free(s);
+	return kib;
+}
+
+/* Uploading 100,000 objects takes radosgw about five minutes here, so the
+ * default run lists them from a generated store instead
+ * (test_listing_scale); TIERFS_TEST_BIG_LIST=1 runs this one too. */
+Test(hostile, big_prefix_through_radosgw, .timeout = 1800)
+{
+	struct it_bucket big;
+	struct it_obj *objs;
+	struct it_mount m;
+	char src[128], dir[PATH_MAX * 2];
+	size_t n = 0;
+
+	if (!getenv("TIERFS_TEST_BIG_LIST") || strcmp(getenv("TIERFS_TEST_BIG_LIST"), "1") != 0)
+		cr_skip_test("TIERFS_TEST_BIG_LIST=1 lists 100,000 keys through radosgw (slow)");
+	cr_assert_eq(it_bucket_create(&env, "biglist", &big), 0);
+	objs = calloc(BIG_KEYS, sizeof(*objs));
+	cr_assert_not_null(objs);
+	for (unsigned i = 0; i < BIG_KEYS; i++) {
+		char k[32];
+		it_fmt(k, sizeof(k), "big/k%06u", i);
+		objs[i] = (struct it_obj){ strdup(k), i, i % 7 };
+	}
+	double t0 = it_now();
+	cr_assert_eq(it_put_many(&big, objs, BIG_KEYS, 32), 0);
+	cr_log_info("100,000 objects uploaded in %.0f s", it_now() - t0);
+	it_fmt(src, sizeof(src), "s3://%s", big.name);
+	cr_assert_eq(it_mount(&env, src, env.endpoint, NULL, &m), 0, "%s", it_mount_log(&m));
+	long rss0 = daemon_rss_kib(m.pid);
+	it_fmt(dir, sizeof(dir), "%s/big", m.dir);
+	t0 = it_now();
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	cr_assert_not_null(d, "opendir: %s", strerror(errno));
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	double secs = it_now() - t0;
+	long grew = daemon_rss_kib(m.pid) - rss0;
+	cr_log_info("listed %zu names in %.1f s, daemon RSS +%ld KiB", n, secs, grew);
+	cr_expect_eq(n, BIG_KEYS);
+	cr_expect_lt(grew, 256L * 1024, "the daemon grew by %ld KiB", grew);
+	cr_expect_lt(secs, 300.0);
+	it_unmount_ok(&env, &m);
+	it_bucket_empty(&big);
+	it_bucket_close(&big);
+	for (unsigned i = 0; i < BIG_KEYS; i++)
+		free((char *)objs[i].key);
+	free(objs);
+}
