@@ -10,6 +10,7 @@
  */
 #include "harness.h"
 
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -226,4 +228,105 @@ Test(security, allow_other_lets_another_uid_read_by_mode_only)
 	cr_expect_eq(r.read_err, EACCES, "read with 0440: %s", strerror(r.read_err));
 	cr_expect_eq(r.list_err, 0, "list: %s", strerror(r.list_err));
 	it_unmount_ok(&env, &m);
+}
+
+/* ---- TLS: verified always; a private CA only through --ca-bundle -------- */
+
+static pid_t tls_pid;
+
+static void tls_stop(void)
+{
+	if (tls_pid > 0) {
+		kill(tls_pid, SIGTERM);
+		it_wait_pid(tls_pid, 5.0);
+		tls_pid = 0;
+	}
+}
+
+/* tests/tools/tlsproxy.py with a fresh self-signed certificate for
+ * "localhost" in front of the test's radosgw; its port. */
+static int tls_start(const char *dir, char *cert, size_t cn)
+{
+	char cmd[PATH_MAX * 3], key[PATH_MAX + 16], portfile[PATH_MAX + 16], upstream[128];
+	const char *hp = strstr(env.endpoint, "://");
+
+	it_fmt(cert, cn, "%s/cert.pem", dir);
+	it_fmt(key, sizeof(key), "%s/key.pem", dir);
+	it_fmt(portfile, sizeof(portfile), "%s/port", dir);
+	it_fmt(cmd, sizeof(cmd), "openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+	       "-subj /CN=localhost -addext subjectAltName=DNS:localhost "
+	       "-keyout '%s' -out '%s' >/dev/null 2>&1", key, cert);
+	cr_assert_eq(system(cmd), 0, "openssl req failed");
+	cr_assert_not_null(hp, "endpoint %s", env.endpoint);
+	it_fmt(upstream, sizeof(upstream), "%s", hp + 3);
+	tls_pid = fork();
+	cr_assert_geq(tls_pid, 0);
+	if (tls_pid == 0) {
+		execlp("python3", "python3", TIERFS_TLSPROXY, "--cert", cert, "--key", key,
+		       "--upstream", upstream, "--portfile", portfile, (char *)NULL);
+		_exit(127);
+	}
+	/* python may take seconds to start on a loaded machine */
+	for (double t0 = it_now(); it_now() - t0 < 60; usleep(50000)) {
+		char *s = it_read_file(portfile, NULL);   /* "" until written */
+		int port = atoi(s);
+
+		free(s);
+		if (port > 0)
+			return port;
+	}
+	cr_assert_fail("tlsproxy did not start");
+	return -1;
+}
+
+Test(security, tls_private_ca_only_with_ca_bundle, .fini = tls_stop)
+{
+	char dir[PATH_MAX], cert[PATH_MAX + 16], ep[64], f[PATH_MAX * 2];
+	struct it_mount m;
+	int port;
+
+	if (system("command -v openssl >/dev/null 2>&1") != 0)
+		cr_skip_test("no openssl command: TLS verification not tested");
+	cr_assert_eq(it_mkdtemp(&env, "sec-tls", dir, sizeof(dir)), 0);
+	port = tls_start(dir, cert, sizeof(cert));
+	const char *no_ca[] = { "AWS_CA_BUNDLE=", NULL };
+
+	/* the system's CAs do not know this certificate: no mount */
+	char mnt[PATH_MAX];
+	it_fmt(ep, sizeof(ep), "https://localhost:%d", port);
+	cr_assert_eq(it_mkdtemp(&env, "sec-tls-mnt", mnt, sizeof(mnt)), 0);
+	cr_expect_neq(it_mount_at(&env, source, ep, mnt, NULL, no_ca, &m), 0,
+		      "mounted an untrusted server");
+	char *log = it_mount_log(&m);
+	cr_expect(strcasestr(log, "certificate") || strcasestr(log, "SSL") ||
+		  strcasestr(log, "TLS"), "no TLS reason in: %s", log);
+	free(log);
+
+	/* --ca-bundle trusts it: the bytes come through TLS */
+	const char *opts[] = { "--ca-bundle", cert, NULL };
+	cr_assert_eq(it_mkdtemp(&env, "sec-tls-mnt", mnt, sizeof(mnt)), 0);
+	cr_assert_eq(it_mount_at(&env, source, ep, mnt, opts, no_ca, &m), 0,
+		     "mount with --ca-bundle failed: %s", it_mount_log(&m));
+	it_fmt(f, sizeof(f), "%s/d/f.bin", m.dir);
+	size_t len = 0;
+	char *data = it_read_file(f, &len);
+	cr_assert_not_null(data);
+	cr_expect_eq(len, FILE_SIZE);
+	cr_expect_eq(it_gen_mismatch(77, 0, data, len), -1);
+	free(data);
+	it_unmount_ok(&env, &m);
+
+	/* the right CA but another host name: no mount */
+	it_fmt(ep, sizeof(ep), "https://127.0.0.1:%d", port);
+	cr_assert_eq(it_mkdtemp(&env, "sec-tls-mnt", mnt, sizeof(mnt)), 0);
+	cr_expect_neq(it_mount_at(&env, source, ep, mnt, opts, no_ca, &m), 0,
+		      "mounted a server whose certificate names another host");
+
+	/* a --ca-bundle that cannot be read is an error of its own */
+	const char *missing[] = { "--ca-bundle", "/nonexistent/ca.pem", NULL };
+	cr_assert_eq(it_mkdtemp(&env, "sec-tls-mnt", mnt, sizeof(mnt)), 0);
+	cr_expect_neq(it_mount_at(&env, source, ep, mnt, missing, no_ca, &m), 0);
+	log = it_mount_log(&m);
+	cr_expect(strstr(log, "--ca-bundle /nonexistent/ca.pem"), "log: %s", log);
+	free(log);
 }
