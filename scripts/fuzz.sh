@@ -15,8 +15,7 @@
 # runs for SECONDS with tests/fuzz/corpus/TARGET as its seeds; what it
 # finds new is kept in build-fuzz/corpus/TARGET (reused by the next run).
 # A crash leaves build-fuzz/TARGET-crash-* and fails the run.  The unit
-# suite replays every seed corpus without libFuzzer (test_fuzz_*,
-# test_ctl_proto).  Ends with "fuzz: N targets ok, N failed"; exit status
+# suite replays every seed corpus without libFuzzer (test_fuzz_*).  Ends with "fuzz: N targets ok, N failed"; exit status
 # 0 only when none failed, 2 when clang or libFuzzer is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +48,7 @@ source "$ROOT/scripts/lib/common.sh"
 use_pinned_libfuse
 PKGS="libcurl libcrypto libxml-2.0 inih rocksdb libxxhash json-c"
 # shellcheck disable=SC2086
-CFLAGS="$(pkg-config --cflags $PKGS) -Isrc -D_GNU_SOURCE -DTIERFS_VERSION=\"fuzz\" -DTIERFS_LIBFUZZER"
+CFLAGS="$(pkg-config --cflags $PKGS) -Isrc -D_GNU_SOURCE -DTIERFS_VERSION=\"fuzz\""
 # shellcheck disable=SC2086
 LIBS="$(pkg-config --libs $PKGS) -lpthread -lm"
 
