@@ -30,6 +30,9 @@ PKGS=(
     python3-torch
     # tierfs-sim --plot (tests/sim_plot.sh)
     gnuplot-nox
+    # scripts/fuzz.sh: clang with libFuzzer (its runtime is in
+    # libclang-rt-14-dev); test_hostile_keys traces the daemon with strace
+    clang libclang-rt-14-dev strace
 )
 
 die() { echo "setup: ERROR: $*" >&2; exit 1; }

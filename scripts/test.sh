@@ -3,18 +3,25 @@
 # (as root).  This is the README's test command; .ci/run calls exactly it.
 #
 #   1. scripts/setup.sh installs what is missing (fast when nothing is);
-#   2. two builds: build/ (debugoptimized, warnings as errors) and
-#      build-asan/ (ASan + UBSan);
+#   2. three builds: build/ (debugoptimized, warnings as errors),
+#      build-asan/ (ASan + UBSan) and build-tsan/ (ThreadSanitizer: only
+#      the cache stress program and the sanitizer canary);
 #   3. a throwaway radosgw on loopback (scripts/rgw/start-rgw.sh), stopped
 #      from the exit trap;
 #   4. every Criterion test binary of both builds: unit tests, then
 #      integration tests that mount for real (the ASan daemon for the ASan
-#      pass).
+#      pass); in each build, tierfs-stress-cache (threads through the
+#      whole chunk cache, bytes checked) and, in the sanitizer builds, the
+#      canary that proves each sanitizer live; build-tsan runs only those
+#      (Criterion's sandbox cannot run under ThreadSanitizer);
+#   5. every fuzz target under libFuzzer for a short time (scripts/fuzz.sh,
+#      TIERFS_TEST_FUZZ_SECS each, default 10), each counting as one test.
 # Ends with one line "N passed, N failed" counting individual tests
 # (Criterion's own counts; a binary that crashes or hangs without a
 # summary counts as one failure).  Exit status 0 only when nothing failed.
 #
-# Knobs: TIERFS_TEST_SKIP_ASAN=1 skips the sanitizer pass;
+# Knobs: TIERFS_TEST_SKIP_ASAN=1 skips the ASan pass, TIERFS_TEST_SKIP_TSAN=1
+#        the TSan pass, TIERFS_TEST_FUZZ_SECS=0 the fuzzing;
 #        TIERFS_TEST_FILTER=glob runs only binaries whose name matches;
 #        TIERFS_TEST_REPEAT=N runs every test N times in a row (one setup,
 #        build and radosgw; the counts add up), to show nothing flakes.
@@ -35,15 +42,17 @@ bash scripts/setup.sh || die "scripts/setup.sh failed"
 source "$ROOT/scripts/lib/common.sh"
 
 use_pinned_libfuse
-build() { # build DIR [meson options...]
-	local dir=$1 reconf=()
+build() { # build DIR [meson options...] [-- ninja targets...]
+	local dir=$1 reconf=() opts=()
 	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
 	# an existing build is configured again: it may predate the pinned
 	# libfuse, or options of this script
 	[ -f "$dir/build.ninja" ] && reconf=(--reconfigure)
-	meson setup "${reconf[@]}" "$dir" "${MESON_FUSE_OPTS[@]}" "$@" >"$LOG_DIR/setup-$dir.log" 2>&1 ||
+	meson setup "${reconf[@]}" "$dir" "${MESON_FUSE_OPTS[@]}" "${opts[@]}" >"$LOG_DIR/setup-$dir.log" 2>&1 ||
 		{ tail -n 30 "$LOG_DIR/setup-$dir.log"; return 1; }
-	ninja -C "$dir" >"$LOG_DIR/build-$dir.log" 2>&1 ||
+	ninja -C "$dir" "$@" >"$LOG_DIR/build-$dir.log" 2>&1 ||
 		{ grep -E "error|FAILED" "$LOG_DIR/build-$dir.log" | head -n 40; return 1; }
 }
 
@@ -55,6 +64,15 @@ if [ "${TIERFS_TEST_SKIP_ASAN:-0}" != 1 ]; then
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug ||
 		die "sanitizer build failed (log: $LOG_DIR/build-build-asan.log)"
 	BUILDS+=(build-asan)
+fi
+# ThreadSanitizer: Criterion's sandbox maps memory where TSan keeps its
+# shadow, so this build makes only the plain programs run under it.
+if [ "${TIERFS_TEST_SKIP_TSAN:-0}" != 1 ]; then
+	step "build (TSan: stress and canary)"
+	build build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug -- \
+		tests/tierfs-stress-cache tests/tierfs-sanitizer-canary ||
+		die "TSan build failed (log: $LOG_DIR/build-build-tsan.log)"
+	BUILDS+=(build-tsan)
 fi
 
 step "start radosgw"
@@ -83,9 +101,10 @@ FAILED=0
 FAILED_NAMES=()
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+export TSAN_OPTIONS=exitcode=88:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan/tsan.supp
 
-# sanitizer_report LOG: did LeakSanitizer, ASan or UBSan report in LOG?
-sanitizer_report() { grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$1"; }
+# sanitizer_report LOG: did LeakSanitizer, ASan, UBSan or TSan report in LOG?
+sanitizer_report() { grep -aqE "ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$1"; }
 
 # fail_one BUILD NAME LOG WHY: count one failed test, show LOG's end
 fail_one() {
@@ -159,6 +178,7 @@ for ((round = 1; round <= REPEAT; round++)); do
 	for b in "${BUILDS[@]}"; do
 		step "tests: $b${REPEAT:+$([ "$REPEAT" -gt 1 ] && echo " (round $round of $REPEAT)")}"
 		for kind in unit integration shell; do
+			[ "$b" = build-tsan ] && continue
 			for name in $(tests_in "$b" "$kind"); do
 				# shellcheck disable=SC2053
 				[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
@@ -167,6 +187,64 @@ for ((round = 1; round <= REPEAT; round++)); do
 		done
 	done
 done
+
+# run_stress BUILD: threads through the chunk cache for a while (one test)
+run_stress() {
+	local b=$1 log=$LOG_DIR/$1-stress.log
+	if timeout -k 10 300 "$b/tests/tierfs-stress-cache" "${TIERFS_TEST_STRESS_SECS:-15}" \
+		>"$log" 2>&1 && ! sanitizer_report "$log"; then
+		PASSED=$((PASSED + 1))
+		echo "ok   $b/tierfs-stress-cache: $(tail -n 1 "$log")"
+	else
+		fail_one "$b" tierfs-stress-cache "$log" ""
+	fi
+}
+
+# run_canary BUILD MODE REPORT: the sanitizer must report MODE's bug (one
+# test); its report stays in its own log, never in one sanitizer_report reads
+run_canary() {
+	local b=$1 log=$LOG_DIR/$1-canary-$2.txt
+	"$b/tests/tierfs-sanitizer-canary" "$2" >"$log" 2>&1
+	if grep -aq "$3" "$log"; then
+		PASSED=$((PASSED + 1))
+		echo "ok   $b/canary $2: the sanitizer reported it"
+	else
+		fail_one "$b" "canary-$2" "$log" " (no \"$3\": the sanitizer is not live)"
+	fi
+}
+
+if [[ stress == ${TIERFS_TEST_FILTER:-*} ]]; then
+	for b in "${BUILDS[@]}"; do
+		step "stress: $b"
+		run_stress "$b"
+		[ "$b" = build-tsan ] && run_canary "$b" race "ThreadSanitizer: data race"
+	done
+fi
+
+# libFuzzer on every parser for a short time: each target counts as one
+# test (scripts/fuzz.sh; without clang's libFuzzer, said and skipped)
+FUZZ_SECS=${TIERFS_TEST_FUZZ_SECS:-10}
+if [ "$FUZZ_SECS" != 0 ] && [[ fuzz == ${TIERFS_TEST_FILTER:-*} ]]; then
+	step "fuzz (${FUZZ_SECS}s per target)"
+	bash scripts/fuzz.sh "$FUZZ_SECS" >"$LOG_DIR/fuzz.log" 2>&1
+	rc=$?
+	if [ "$rc" = 2 ]; then
+		echo "fuzz: skipped: $(tail -n 1 "$LOG_DIR/fuzz.log")"
+	else
+		while read -r word name _; do
+			if [ "$word" = ok ]; then
+				PASSED=$((PASSED + 1))
+			else
+				FAILED=$((FAILED + 1))
+				FAILED_NAMES+=("$name")
+			fi
+		done < <(grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log")
+		grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log"
+		if [ "$rc" != 0 ] && ! grep -aq "^FAIL" "$LOG_DIR/fuzz.log"; then
+			fail_one fuzz fuzz.sh "$LOG_DIR/fuzz.log" " (exit $rc)"
+		fi
+	fi
+fi
 
 echo
 if [ "${#FAILED_NAMES[@]}" -gt 0 ]; then

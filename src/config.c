@@ -31,6 +31,7 @@ static const struct opt_def opt_defs[] = {
 	{ "endpoint", OPT_STR, OFF(endpoint), 0 },
 	{ "region", OPT_STR, OFF(region), 0 },
 	{ "profile", OPT_STR, OFF(profile), 0 },
+	{ "ca-bundle", OPT_STR, OFF(ca_bundle), 0 },
 	{ "path-style", OPT_BOOL, OFF(path_style), 0 },
 	{ "foreground", OPT_BOOL, OFF(foreground), 0 },
 	/* bounded so the TTL in milliseconds fits an unsigned int */
@@ -109,6 +110,7 @@ void config_release(struct tierfs_config *cfg)
 	free(cfg->prefix);
 	free(cfg->mountpoint);
 	free(cfg->endpoint);
+	free(cfg->ca_bundle);
 	free(cfg->region);
 	free(cfg->profile);
 	free(cfg->fuse_options);
@@ -491,6 +493,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "region = %s\n", cfg->region ? cfg->region : "");
 	fprintf(f, "path-style = %s\n", cfg->path_style ? "true" : "false");
 	fprintf(f, "profile = %s\n", cfg->profile ? cfg->profile : "(default)");
+	fprintf(f, "ca-bundle = %s\n", cfg->ca_bundle ? cfg->ca_bundle : "(system)");
 	fprintf(f, "metadata-ttl = %u\n", cfg->metadata_ttl_s);
 	fprintf(f, "uid = %u\ngid = %u\n", (unsigned)cfg->uid, (unsigned)cfg->gid);
 	fprintf(f, "file-mode = %04o\ndir-mode = %04o\n", (unsigned)cfg->file_mode,

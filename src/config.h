@@ -25,6 +25,8 @@ struct tierfs_config {
 	char *endpoint;            /* NULL = AWS */
 	char *region;              /* never NULL after config_finish() */
 	char *profile;             /* NULL = AWS_PROFILE / "default" */
+	char *ca_bundle;           /* PEM file of CAs to trust; NULL = AWS_CA_BUNDLE, else
+				    * the system's */
 	char *fuse_options;        /* extra -o options, comma-separated, or NULL */
 	char *config_file;         /* NULL = none */
 	bool gcs;                  /* a gs:// source: Google Cloud Storage */

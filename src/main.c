@@ -42,7 +42,10 @@ static const char usage_text[] =
 	"       tierfs stats|warm|pin|unpin|evict|residency|trace|epoch|config|ping|plan ...\n"
 	"                (the control socket's commands: tierfs COMMAND --help)\n"
 	"       tierfs --help | --version\n"
-	"\n"
+	"\n";
+
+/* (strings of at most 4095 characters: all C99 compilers must take them) */
+static const char usage_mount_text[] =
 	"Mount options (each also a key of the --config file):\n"
 	"  -f, --foreground         stay in the foreground (default: daemonize once mounted)\n"
 	"  --config FILE            read options from an INI file (see conf/tierfs.conf)\n"
@@ -53,6 +56,8 @@ static const char usage_text[] =
 	"  --path-style             path-style addressing (default: virtual-hosted; gs:// always)\n"
 	"  --profile P              credentials profile of the shared credentials file (its\n"
 	"                           keys, else its credential_process); HMAC keys for gs://\n"
+	"  --ca-bundle FILE         trust the CAs in this PEM file for every HTTPS connection\n"
+	"                           (else AWS_CA_BUNDLE, else the system's)\n"
 	"  --metadata-ttl SECONDS   how long listings and attributes are trusted (60)\n"
 	"  --uid N, --gid N         owner of every file (the caller's)\n"
 	"  --file-mode OCTAL        permission bits of files (0444)\n"
@@ -130,7 +135,7 @@ static const char usage_creds_text[] =
 	"account key or authorized user); gcloud's application_default_credentials.json;\n"
 	"the GCE metadata server (GCE_METADATA_HOST).  Temporary credentials are refreshed\n"
 	"before they expire.  `tierfs config` names the source in use (docs/backends.md).\n"
-	"TLS certificates are always verified (AWS_CA_BUNDLE is honoured).\n";
+	"TLS certificates and host names are always verified (--ca-bundle, AWS_CA_BUNDLE).\n";
 
 static void die_usage(const char *msg)
 {
@@ -528,6 +533,15 @@ static int cmd_mount(int argc, char **argv)
 	parse_mount_args(argc, argv, &cfg);
 	config_apply_env(&cfg);
 	log_set_level(LOG_LVL_WARN + cfg.verbosity);
+	if (cfg.ca_bundle) {
+		/* one setting for every HTTPS client: the store's, and the
+		 * credential endpoints' (which read AWS_CA_BUNDLE) */
+		if (access(cfg.ca_bundle, R_OK) != 0) {
+			fprintf(stderr, "tierfs: --ca-bundle %s: %s\n", cfg.ca_bundle, strerror(errno));
+			goto out;
+		}
+		setenv("AWS_CA_BUNDLE", cfg.ca_bundle, 1);
+	}
 	if (cfg.ram_size < cfg.chunk_size) {
 		fprintf(stderr, "tierfs: --ram-size must be at least --chunk-size\n");
 		goto out;
@@ -747,6 +761,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
+		fputs(usage_mount_text, stdout);
 		fputs(usage_text2, stdout);
 		fputs(usage_shared_text, stdout);
 		fputs(usage_creds_text, stdout);

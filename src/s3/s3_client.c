@@ -59,6 +59,7 @@
 
 #include "common/log.h"
 #include "common/rand.h"
+#include "s3/s3_client_internal.h"
 #include "s3/s3_xml.h"
 #include "s3/sigv4.h"
 
@@ -782,8 +783,13 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 	} else if (nl == 13 && strncasecmp(p, "content-range", nl) == 0) {
 		parse_content_range(x, v, vl);
 	} else if (nl == 17 && strncasecmp(p, "x-goog-generation", nl) == 0) {
-		/* digits only: it becomes part of a cache key and a header */
-		if (vl > 0 && vl < sizeof(x->generation) && strspn(v, "0123456789") >= vl) {
+		/* digits only: it becomes part of a cache key and a header
+		 * (counted within vl: curl's line is not NUL-terminated) */
+		size_t digits = 0;
+
+		while (digits < vl && isdigit((unsigned char)v[digits]))
+			digits++;
+		if (vl > 0 && vl < sizeof(x->generation) && digits == vl) {
 			memcpy(x->generation, v, vl);
 			x->generation[vl] = '\0';
 		}
@@ -1705,4 +1711,42 @@ out:
 	if (ei)
 		*ei = local;
 	return rc;
+}
+
+void s3_client_parse_headers(const char *buf, size_t len, struct s3_headers_seen *out)
+{
+	struct s3_xfer x;
+	size_t pos = 0;
+
+	memset(&x, 0, sizeof(x));
+	while (pos < len && !x.header_over) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+
+		/* curl's header callback gets a writable buffer */
+		char *line = malloc(n ? n : 1);
+
+		if (!line)
+			break;
+		memcpy(line, buf + pos, n);
+		if (header_cb(line, 1, n, &x) != n)
+			x.header_over = true;
+		free(line);
+		pos += n;
+	}
+	memset(out, 0, sizeof(*out));
+	out->status = x.status;
+	out->over = x.header_over;
+	out->have_len = x.have_len;
+	out->content_length = x.content_length;
+	out->have_etag = x.have_etag;
+	out->etag_too_long = x.etag_too_long;
+	memcpy(out->etag, x.etag, sizeof(out->etag));
+	memcpy(out->last_modified, x.last_modified, sizeof(out->last_modified));
+	memcpy(out->generation, x.generation, sizeof(out->generation));
+	out->have_crange = x.have_crange;
+	out->crange_total_known = x.crange_total_known;
+	out->cr_start = x.cr_start;
+	out->cr_end = x.cr_end;
+	out->cr_total = x.cr_total;
 }

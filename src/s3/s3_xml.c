@@ -44,6 +44,16 @@ static bool has_doctype(const char *xml, size_t len)
 	return memmem(xml, len, pat, sizeof(pat) - 1) != NULL;
 }
 
+/* libxml2's generic error handler (stderr by default) still gets some
+ * errors that XML_PARSE_NOERROR does not silence, e.g. bad encodings: a
+ * hostile reply must not write to the daemon's stderr.  The handler is
+ * per thread, so it is set before each parse. */
+static void xml_quiet(void *ctx, const char *msg, ...)
+{
+	(void)ctx;
+	(void)msg;
+}
+
 /* Parse len bytes; NULL if malformed or if it carries a DTD. */
 static xmlDoc *parse_doc(const char *xml, size_t len)
 {
@@ -52,6 +62,7 @@ static xmlDoc *parse_doc(const char *xml, size_t len)
 	if (!xml || len == 0 || len > S3_XML_MAX || len > INT_MAX || has_doctype(xml, len))
 		return NULL;
 	pthread_once(&s3_xml_once, s3_xml_init_once);
+	xmlSetGenericErrorFunc(NULL, xml_quiet);
 	doc = xmlReadMemory(xml, (int)len, "s3-reply.xml", NULL,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (doc && (doc->intSubset || doc->extSubset || !xmlDocGetRootElement(doc))) {

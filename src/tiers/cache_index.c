@@ -11,6 +11,7 @@
  */
 #include "tiers/cache_index.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
+#include "tiers/cache_index_internal.h"
 
 /* Record value layout, little-endian:
  *   0  u8   REC_VERSION
@@ -716,4 +718,20 @@ void cache_index_batch_free(struct cache_index_batch *b)
 		return;
 	rocksdb_writebatch_destroy(b->wb);
 	free(b);
+}
+
+bool cache_index_rec_decode(const void *val, size_t n, struct cache_index_rec *rec)
+{
+	return rec_decode(val, n, rec);
+}
+
+size_t cache_index_rec_encode(const struct cache_index_rec *rec, void *v)
+{
+	static_assert(CACHE_INDEX_REC_MAX == REC_MAX, "record bound");
+	return rec_encode(rec, v);
+}
+
+bool cache_index_chunk_key_parse(const void *k, size_t n, struct chunk_id *id)
+{
+	return chunk_key_parse(k, n, id);
 }

@@ -1,13 +1,11 @@
 /* Unit tests for src/ctl/ctl_proto: what the control socket accepts, what
- * it refuses and why, and the fuzz target's mutations (no crash, no leak). */
+ * it refuses and why (its fuzz target is test_fuzz_ctl_proto). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl/ctl_proto.h"
-
-unsigned long fuzz_ctl_proto_run(unsigned long rounds);
 
 static int parse(const char *s, struct ctl_request *r, char *err, size_t n)
 {
@@ -139,9 +137,4 @@ Test(ctl_proto, path_rules)
 	cr_expect(!ctl_path_ok("a/", 2));
 	cr_expect(!ctl_path_ok("./a", 3));
 	cr_expect(!ctl_path_ok("a/..", 4));
-}
-
-Test(ctl_proto, fuzz_mutations_never_crash, .timeout = 240)
-{
-	cr_expect_gt(fuzz_ctl_proto_run(100000), 100000);
 }
