@@ -82,9 +82,15 @@ static const char usage_text[] =
 	"  --plan-window N          files of a loader's plan fetched ahead of its reader,\n"
 	"                           at most (and half of --read-ahead-mem) (256)\n"
 	"  --direct-io              file data bypasses the kernel page cache: one copy per\n"
-	"                           read instead of two, no double caching (default: off)\n"
+	"                           read instead of two, no double caching (default: off)\n";
+
+/* the store's options (C99 compilers need only take 4095 characters in one string) */
+static const char usage_store_text[] =
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
+	"  --max-stale SECONDS      when the store does not answer (refused, 5xx, timeouts),\n"
+	"                           keep serving listings, attributes and cached bytes up to\n"
+	"                           this long past --metadata-ttl; 0 = off (86400)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
 	"  --max-connections N      connections to the object store (64)\n"
 	"  --max-threads N          FUSE worker threads (16)\n"
@@ -496,6 +502,7 @@ static int cmd_mount(int argc, char **argv)
 			.store = store,
 			.prefix = cfg.prefix,
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
+			.max_stale_ms = (uint64_t)cfg.max_stale_s * 1000,
 			.chunk_size = cfg.chunk_size,
 			.ram_bytes = cfg.ram_size,
 			.ram_policy = cfg.ram_policy,
@@ -624,6 +631,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
+		fputs(usage_store_text, stdout);
 		fputs(usage_creds_text, stdout);
 		fputs("\nControl commands (over the mount's control socket, docs/control.md):\n", stdout);
 		cli_usage(stdout);

@@ -35,6 +35,9 @@ struct fs_config {
 	struct objstore *store;    /* borrowed; outlives the fs */
 	const char *prefix;        /* "" or "dir/sub/" */
 	unsigned metadata_ttl_ms;
+	uint64_t max_stale_ms;     /* stale-if-error: what was learnt is served this long
+				    * past the TTL when revalidating it fails with a
+				    * transient error (never a 404); 0 = off */
 	uint64_t chunk_size;
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
 	int ram_policy;            /* enum evict_kind for the RAM tier */
@@ -98,6 +101,8 @@ struct fs_stats {
 	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
 	uint64_t scan_files, scan_bytes;   /* fetched for jobs consuming a directory */
 	uint64_t plan_files, plan_bytes;   /* fetched ahead for the loader's plan */
+	uint64_t stale_served;         /* answers past the TTL: the store did not answer */
+	bool store_down;               /* serving stale now (an outage not over yet) */
 };
 
 /* NULL on bad config or out of memory. */

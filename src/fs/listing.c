@@ -254,9 +254,13 @@ static bool get_bytes(const unsigned char **p, const unsigned char *end, void *v
 	return true;
 }
 
-/* The saved listing of dirkey if it is still within the TTL, else NULL. */
-struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
+/* The saved listing of dirkey if it is still within the TTL (stale: the
+ * TTL plus --max-stale), else NULL.  A record too old for either is
+ * deleted. */
+struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey, bool stale)
 {
+	uint64_t ttl_us = (uint64_t)fs->cfg.metadata_ttl_ms * 1000;
+	uint64_t keep_us = ttl_us + fs->cfg.max_stale_ms * 1000;
 	struct dir_listing *l = NULL;
 	void *blob = NULL;
 	size_t len = 0, cap = 0;
@@ -281,13 +285,14 @@ struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
 	}
 	ok = true;
 	age = now_wall - fetched;
-	if (fetched > now_wall || age >= (uint64_t)fs->cfg.metadata_ttl_ms * 1000 ||
-	    age >= now_mono) {
+	if (fetched > now_wall || age >= keep_us || age >= now_mono) {
 		/* too old (or the clock went back): fetch anew, and do not
 		 * keep a record nobody can use (the next fetch saves anew) */
 		(void)chunk_cache_meta_del(fs->cache, name);
 		goto out;
 	}
+	if (age >= (stale ? keep_us : ttl_us))
+		goto out;       /* kept for an outage, not fresh enough now */
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		goto out;
