@@ -243,6 +243,8 @@ char *node_child_key(const struct fs_node *dir, const char *name, bool is_dir);
 int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool is_dir,
 	       const struct obj_meta *meta, uint64_t learned_us, struct fs_attr *out);
 void stash_clear(struct dir_stash *s);
+/* The listing kept for forgotten directory key (lock held), NULL if none. */
+const struct dir_listing *stash_find(const struct tfs_fs *fs, const char *key);
 void fs_handle_add(struct tfs_fs *fs, struct fs_handle_link *head, struct fs_handle_link *l);
 void fs_handle_del(struct tfs_fs *fs, struct fs_handle_link *l);
 

@@ -136,7 +136,8 @@ int listing_lookup_saved(struct tfs_fs *fs, uint64_t parent_ino, const char *nam
 /* ---- lookups and attributes --------------------------------------------- */
 
 /* Stale-if-error for a lookup (lock held): the last known answer for name
- * in parent - the node if there is one, else the parent's listing - when
+ * in parent - the node if there is one, else the parent's listing, else
+ * the listing kept for it as a directory the kernel forgot - when
  * stale_ok() (asked: the store failed with rc) or stale_without_asking()
  * allows it.  true and *rc set when served. */
 static bool lookup_stale(struct tfs_fs *fs, struct fs_node *parent, const char *name,
@@ -144,17 +145,28 @@ static bool lookup_stale(struct tfs_fs *fs, struct fs_node *parent, const char *
 {
 	const struct dir_entry *e = parent->listing ? listing_find(parent->listing, name) : NULL;
 	struct fs_node *n = node_by_name(fs, parent->ino, name);
+	const struct dir_listing *kept = NULL;
 	struct obj_meta meta;
 	uint64_t at = e ? parent->listing->fetched_us : 0;
+	char *dirkey;
 
 	if (n && (n->is_dir || n->ver) && n->attr_us >= at)
 		at = n->attr_us;
 	else
 		n = NULL;
+	if (!at && (dirkey = node_child_key(parent, name, true))) {
+		kept = stash_find(fs, dirkey);
+		at = kept ? kept->fetched_us : 0;
+		free(dirkey);
+	}
 	if (!at || !(asked ? stale_ok(fs, *rc, at) : stale_without_asking(fs, at)))
 		return false;
 	if (n) {
 		*rc = node_learn(fs, parent, name, n->is_dir, NULL, n->attr_us, out);
+		return true;
+	}
+	if (kept) {
+		*rc = node_learn(fs, parent, name, true, NULL, at, out);
 		return true;
 	}
 	listing_entry_meta(e, &meta);

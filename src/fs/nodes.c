@@ -306,6 +306,14 @@ static void stash_put(struct tfs_fs *fs, struct fs_node *n)
 	fs->stash_next = (fs->stash_next + 1) % DIR_STASH;
 }
 
+const struct dir_listing *stash_find(const struct tfs_fs *fs, const char *key)
+{
+	for (size_t i = 0; i < DIR_STASH; i++)
+		if (fs->stash[i].key && strcmp(fs->stash[i].key, key) == 0)
+			return fs->stash[i].listing;
+	return NULL;
+}
+
 /* A new directory node n takes back what its forgotten predecessor left
  * (lock held). */
 static void stash_take(struct tfs_fs *fs, struct fs_node *n)
