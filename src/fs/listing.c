@@ -93,7 +93,12 @@ int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
 		rc = objstore_list(fs->cfg.store, dir, "/", token, 1000, &page, &ei);
 		atomic_fetch_add(&fs->listings, 1);
 		if (rc != TFS_OK) {
-			log_warn("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
+			/* during an outage, once a second per directory: the
+			 * outage itself is logged once (nodes.c) */
+			if (atomic_load(&fs->store_down))
+				log_debug("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
+			else
+				log_warn("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
 			goto out;
 		}
 		for (size_t i = 0; i < page->n_prefixes + page->n_entries && rc == TFS_OK; i++) {

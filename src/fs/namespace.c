@@ -66,7 +66,7 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 		if (rc != TFS_OK && n->listing && stale_ok(fs, rc, n->listing->fetched_us))
 			rc = TFS_OK;
 		n->relist_rc = rc;
-		if (rc == TFS_OK && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
+		if (l && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
 			listing_put(n->listing);
 			n->listing = listing_get(l);
 		}
