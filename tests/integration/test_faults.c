@@ -1022,3 +1022,34 @@ Test(faults, delete_while_open_and_cached)
 	close(half);
 	it_unmount_ok(&env, &mnt);
 }
+
+/* The proxy drops the Range header of 15% of the GETs of 30 files (a
+ * 200 with the whole object each time): every file reads exactly. */
+Test(faults, range_dropped_on_15pct_of_gets_every_file_exact)
+{
+	enum { N = 30, SIZE = 300000 };
+	char key[32], path[160];
+	struct it_obj objs[N];
+	char keys[N][32];
+	for (unsigned i = 0; i < N; i++) {
+		it_fmt(keys[i], sizeof(keys[i]), "r/%02u.bin", i);
+		objs[i] = (struct it_obj){ keys[i], 0x8000 + i, SIZE };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, N, 4), 0);
+	const char *extra[] = { "--chunk-size", "128K", "--max-retries", "10", NULL };
+	mount_via_proxy(extra);
+	it_fmt(path, sizeof(path), "/%s/r/", bucket.name);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=norange&count=1000000&pct=15&method=GET&path=%s",
+				    path), 0);
+	for (unsigned i = 0; i < N; i++) {
+		it_fmt(key, sizeof(key), "r/%02u.bin", i);
+		read_all_ok(key, 0x8000 + i, SIZE);
+	}
+	long long faults = it_proxy_stat(&proxy, "faults");
+	cr_expect_gt(faults, 0, "no Range dropped in %lld object GETs",
+		     it_proxy_stat(&proxy, "object_GET"));
+	cr_log_info("Range dropped on %lld of %lld object GETs; %d files exact", faults,
+		    it_proxy_stat(&proxy, "object_GET"), N);
+	it_unmount_ok(&env, &mnt);
+}
