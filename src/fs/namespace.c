@@ -150,6 +150,8 @@ static bool lookup_stale(struct tfs_fs *fs, struct fs_node *parent, const char *
 	uint64_t at = e ? parent->listing->fetched_us : 0;
 	char *dirkey;
 
+	if (!asked && !atomic_load(&fs->store_down))
+		return false;   /* no outage: nothing to serve without asking */
 	if (n && (n->is_dir || n->ver) && n->attr_us >= at)
 		at = n->attr_us;
 	else
