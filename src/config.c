@@ -36,6 +36,7 @@ static const struct opt_def opt_defs[] = {
 	{ "foreground", OPT_BOOL, OFF(foreground), 0 },
 	/* bounded so the TTL in milliseconds fits an unsigned int */
 	{ "metadata-ttl", OPT_UINT, OFF(metadata_ttl_s), 30u * 86400u },
+	{ "max-stale", OPT_UINT, OFF(max_stale_s), 30u * 86400u },
 	{ "uid", OPT_ID, OFF(uid), UINT_MAX - 1 },
 	{ "gid", OPT_ID, OFF(gid), UINT_MAX - 1 },
 	{ "file-mode", OPT_MODE, OFF(file_mode), 0 },
@@ -79,6 +80,7 @@ void config_init(struct tierfs_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->metadata_ttl_s = 60;
+	cfg->max_stale_s = 86400;
 	cfg->uid = getuid();
 	cfg->gid = getgid();
 	cfg->file_mode = 0444;
@@ -495,6 +497,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "profile = %s\n", cfg->profile ? cfg->profile : "(default)");
 	fprintf(f, "ca-bundle = %s\n", cfg->ca_bundle ? cfg->ca_bundle : "(system)");
 	fprintf(f, "metadata-ttl = %u\n", cfg->metadata_ttl_s);
+	fprintf(f, "max-stale = %u\n", cfg->max_stale_s);
 	fprintf(f, "uid = %u\ngid = %u\n", (unsigned)cfg->uid, (unsigned)cfg->gid);
 	fprintf(f, "file-mode = %04o\ndir-mode = %04o\n", (unsigned)cfg->file_mode,
 		(unsigned)cfg->dir_mode);

@@ -34,6 +34,7 @@ struct tierfs_config {
 	bool foreground;
 	int verbosity;             /* 0 warn, 1 info, 2 debug */
 	unsigned metadata_ttl_s;
+	unsigned max_stale_s;      /* stale-if-error bound past the TTL; 0 = off */
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode;

@@ -103,6 +103,9 @@ static const char usage_text2[] =
 	"                           disk's writer is idle; 0 = off, auto = 16M (auto)\n"
 	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
+	"  --max-stale SECONDS      when the store does not answer (refused, 5xx, timeouts),\n"
+	"                           keep serving listings, attributes and cached bytes up to\n"
+	"                           this long past --metadata-ttl; 0 = off (86400)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
 	"  --max-connections N      connections to the object store (64)\n"
 	"  --max-threads N          FUSE worker threads (16)\n"
@@ -630,6 +633,7 @@ static int cmd_mount(int argc, char **argv)
 			.store = store,
 			.prefix = cfg.prefix,
 			.metadata_ttl_ms = cfg.metadata_ttl_s * 1000,
+			.max_stale_ms = (uint64_t)cfg.max_stale_s * 1000,
 			.chunk_size = cfg.chunk_size,
 			.ram_bytes = cfg.ram_size,
 			.ram_policy = cfg.ram_policy,

@@ -200,6 +200,14 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  cc.shared.req_p99_us) \
 	X(FS_OPEN_FILES, "fs", "open_files", TFS_CK_STATE, TFS_CU_COUNT, "open_files", NULL, \
 	  "Files open on the mount.", NULL, fst.open_files) \
+	X(FS_STALE_SERVED, "fs", "stale_served", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "stale_served_total", NULL, \
+	  "Lookups, attributes and listings served past the metadata TTL because the " \
+	  "store did not answer (--max-stale).", "served stale", fst.stale_served) \
+	X(FS_STORE_DOWN, "fs", "store_unreachable", TFS_CK_STATE, TFS_CU_BOOL, \
+	  "store_unreachable", NULL, \
+	  "1 while the store does not answer and stale metadata is served.", NULL, \
+	  fst.store_down) \
 	X(FS_UNSAFE_KEYS, "fs", "unsafe_keys", TFS_CK_COUNT, TFS_CU_COUNT, "unsafe_keys_total", \
 	  NULL, "Object keys left out of the tree as unrepresentable.", NULL, \
 	  fst.unsafe_keys_skipped) \

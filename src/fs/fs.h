@@ -35,6 +35,9 @@ struct fs_config {
 	struct objstore *store;    /* borrowed; outlives the fs */
 	const char *prefix;        /* "" or "dir/sub/" */
 	unsigned metadata_ttl_ms;
+	uint64_t max_stale_ms;     /* stale-if-error: what was learnt is served this long
+				    * past the TTL when revalidating it fails with a
+				    * transient error (never a 404); 0 = off */
 	uint64_t chunk_size;
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
 	int ram_policy;            /* enum evict_kind for the RAM tier */
@@ -106,6 +109,8 @@ struct fs_stats {
 	bool passthrough;              /* the kernel reads files wholly on SSD itself */
 	uint64_t pt_opens;             /* opens handed to the kernel */
 	uint64_t pt_declined;          /* opens served by the daemon while passthrough is on */
+	uint64_t stale_served;         /* answers past the TTL: the store did not answer */
+	bool store_down;               /* serving stale now (an outage not over yet) */
 };
 
 /* NULL on bad config or out of memory. */

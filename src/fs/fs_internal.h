@@ -160,6 +160,11 @@ struct tfs_fs {
 	size_t stash_next;
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 	atomic_uint_fast64_t ra_files;   /* files read ahead across a directory */
+	/* stale-if-error (nodes.c): answers served stale, and the outage
+	 * they belong to (logged once when it starts, once when it ends) */
+	atomic_uint_fast64_t stale_served;
+	atomic_bool store_down;
+	_Atomic uint64_t down_since_us, down_last_us, down_stale_base;
 	/* directory scans: scan_lock guards scans[] and scan_stop; never
 	 * taken with fs->lock held, nor fs->lock with it */
 	pthread_mutex_t scan_lock;
@@ -200,14 +205,27 @@ void listing_entry_meta(const struct dir_entry *e, struct obj_meta *m);
 int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out);
 /* Save l, fetched at fetched_wall_us, in the cache index (when there is
  * an SSD tier); the saved listing of dirkey if it is still within the
- * TTL, else NULL. */
+ * TTL (with stale: the TTL plus --max-stale, for stale_ok()), else NULL. */
 void listing_save(struct tfs_fs *fs, const char *dirkey, const struct dir_listing *l,
 		  uint64_t fetched_wall_us);
-struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey);
+struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey, bool stale);
 
 /* ---- nodes.c ---- */
 /* Is information learnt at at_us (monotonic) still within the TTL? */
 bool meta_fresh(const struct tfs_fs *fs, uint64_t at_us);
+/* Stale-if-error.  A revalidation of what was learnt at at_us ended with
+ * rc: true when rc says the store did not answer (a transient failure,
+ * never a 404) and at_us is within the TTL plus --max-stale, so the old
+ * answer is served instead; counted, and the outage logged once.  Any
+ * thread, lock held or not. */
+bool stale_ok(struct tfs_fs *fs, int rc, uint64_t at_us);
+/* During an outage, the store is asked again at most once per
+ * STORE_PROBE_US; in between, true (and served as stale_ok) for what
+ * stale_ok would serve, so that a job reading cached data does not pay
+ * a round of retries per lookup. */
+bool stale_without_asking(struct tfs_fs *fs, uint64_t at_us);
+/* The store answered a metadata request: ends an outage (logged). */
+void store_answered(struct tfs_fs *fs);
 void version_put(struct fs_version *v);
 struct fs_version *version_get(struct fs_version *v);
 /* The chunk identity of version m (see struct fs_version). */
@@ -217,6 +235,8 @@ void cache_id_of(const struct obj_meta *m, char *out, size_t n);
 int node_set_version(struct tfs_fs *fs, struct fs_node *n, const struct obj_meta *m,
 		     uint64_t learned_us);
 struct fs_node *node_by_ino(struct tfs_fs *fs, uint64_t ino);
+/* The child `name` of directory ino parent (lock held), NULL if unknown. */
+struct fs_node *node_by_name(struct tfs_fs *fs, uint64_t parent, const char *name);
 void node_link(struct tfs_fs *fs, struct fs_node *n);
 void node_free(struct fs_node *n);
 void node_attr(const struct tfs_fs *fs, const struct fs_node *n, struct fs_attr *a);
@@ -227,6 +247,8 @@ char *node_child_key(const struct fs_node *dir, const char *name, bool is_dir);
 int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool is_dir,
 	       const struct obj_meta *meta, uint64_t learned_us, struct fs_attr *out);
 void stash_clear(struct dir_stash *s);
+/* The listing kept for forgotten directory key (lock held), NULL if none. */
+const struct dir_listing *stash_find(const struct tfs_fs *fs, const char *key);
 void fs_handle_add(struct tfs_fs *fs, struct fs_handle_link *head, struct fs_handle_link *l);
 void fs_handle_del(struct tfs_fs *fs, struct fs_handle_link *l);
 

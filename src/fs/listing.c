@@ -93,7 +93,12 @@ int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
 		rc = objstore_list(fs->cfg.store, dir, "/", token, 1000, &page, &ei);
 		atomic_fetch_add(&fs->listings, 1);
 		if (rc != TFS_OK) {
-			log_warn("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
+			/* during an outage, once a second per directory: the
+			 * outage itself is logged once (nodes.c) */
+			if (atomic_load(&fs->store_down))
+				log_debug("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
+			else
+				log_warn("listing '%s' failed: %s %s", dir, tfs_strerror(rc), ei.code);
 			goto out;
 		}
 		for (size_t i = 0; i < page->n_prefixes + page->n_entries && rc == TFS_OK; i++) {
@@ -254,9 +259,13 @@ static bool get_bytes(const unsigned char **p, const unsigned char *end, void *v
 	return true;
 }
 
-/* The saved listing of dirkey if it is still within the TTL, else NULL. */
-struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
+/* The saved listing of dirkey if it is still within the TTL (stale: the
+ * TTL plus --max-stale), else NULL.  A record too old for either is
+ * deleted. */
+struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey, bool stale)
 {
+	uint64_t ttl_us = (uint64_t)fs->cfg.metadata_ttl_ms * 1000;
+	uint64_t keep_us = ttl_us + fs->cfg.max_stale_ms * 1000;
 	struct dir_listing *l = NULL;
 	void *blob = NULL;
 	size_t len = 0, cap = 0;
@@ -281,13 +290,14 @@ struct dir_listing *listing_load(struct tfs_fs *fs, const char *dirkey)
 	}
 	ok = true;
 	age = now_wall - fetched;
-	if (fetched > now_wall || age >= (uint64_t)fs->cfg.metadata_ttl_ms * 1000 ||
-	    age >= now_mono) {
+	if (fetched > now_wall || age >= keep_us || age >= now_mono) {
 		/* too old (or the clock went back): fetch anew, and do not
 		 * keep a record nobody can use (the next fetch saves anew) */
 		(void)chunk_cache_meta_del(fs->cache, name);
 		goto out;
 	}
+	if (age >= (stale ? keep_us : ttl_us))
+		goto out;       /* kept for an outage, not fresh enough now */
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		goto out;

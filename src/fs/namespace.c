@@ -23,7 +23,8 @@
  * directory at a time: the others wait for it. */
 
 /* Make directory ino's listing fresh.  Lock held on entry and on return
- * (dropped while fetching).  TFS_OK when it is fresh now. */
+ * (dropped while fetching).  TFS_OK when it is fresh now, or when the
+ * store did not answer and the old listing is served stale (stale_ok). */
 int dir_relist(struct tfs_fs *fs, uint64_t ino)
 {
 	struct dir_listing *l = NULL;
@@ -37,7 +38,8 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 		n = node_by_ino(fs, ino);
 		if (!n || !n->is_dir)
 			return TFS_E_NOENT;
-		if (n->listing && meta_fresh(fs, n->listing->fetched_us))
+		if (n->listing && (meta_fresh(fs, n->listing->fetched_us) ||
+				   stale_without_asking(fs, n->listing->fetched_us)))
 			return TFS_OK;
 		if (!n->relisting && waited)
 			return n->relist_rc;   /* the fetch we waited for failed: not once more each */
@@ -56,11 +58,15 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 	if (rc == TFS_OK)
 		listing_save(fs, key, l, wall);
 	pthread_mutex_lock(&fs->lock);
+	if (rc == TFS_OK)
+		store_answered(fs);
 	n = node_by_ino(fs, ino);
 	if (n) {
 		n->relisting = false;
+		if (rc != TFS_OK && n->listing && stale_ok(fs, rc, n->listing->fetched_us))
+			rc = TFS_OK;
 		n->relist_rc = rc;
-		if (rc == TFS_OK && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
+		if (l && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
 			listing_put(n->listing);
 			n->listing = listing_get(l);
 		}
@@ -129,6 +135,47 @@ int listing_lookup_saved(struct tfs_fs *fs, uint64_t parent_ino, const char *nam
 
 /* ---- lookups and attributes --------------------------------------------- */
 
+/* Stale-if-error for a lookup (lock held): the last known answer for name
+ * in parent - the node if there is one, else the parent's listing, else
+ * the listing kept for it as a directory the kernel forgot - when
+ * stale_ok() (asked: the store failed with rc) or stale_without_asking()
+ * allows it.  true and *rc set when served. */
+static bool lookup_stale(struct tfs_fs *fs, struct fs_node *parent, const char *name,
+			 bool asked, int *rc, struct fs_attr *out)
+{
+	const struct dir_entry *e = parent->listing ? listing_find(parent->listing, name) : NULL;
+	struct fs_node *n = node_by_name(fs, parent->ino, name);
+	const struct dir_listing *kept = NULL;
+	struct obj_meta meta;
+	uint64_t at = e ? parent->listing->fetched_us : 0;
+	char *dirkey;
+
+	if (!asked && !atomic_load(&fs->store_down))
+		return false;   /* no outage: nothing to serve without asking */
+	if (n && (n->is_dir || n->ver) && n->attr_us >= at)
+		at = n->attr_us;
+	else
+		n = NULL;
+	if (!at && (dirkey = node_child_key(parent, name, true))) {
+		kept = stash_find(fs, dirkey);
+		at = kept ? kept->fetched_us : 0;
+		free(dirkey);
+	}
+	if (!at || !(asked ? stale_ok(fs, *rc, at) : stale_without_asking(fs, at)))
+		return false;
+	if (n) {
+		*rc = node_learn(fs, parent, name, n->is_dir, NULL, n->attr_us, out);
+		return true;
+	}
+	if (kept) {
+		*rc = node_learn(fs, parent, name, true, NULL, at, out);
+		return true;
+	}
+	listing_entry_meta(e, &meta);
+	*rc = node_learn(fs, parent, name, e->is_dir, &meta, at, out);
+	return true;
+}
+
 /* Ask the server whether key "dir/name" is a directory or a file. */
 static int lookup_remote(struct tfs_fs *fs, const char *dirkey, const char *name, bool *is_dir,
 			 struct obj_meta *meta)
@@ -170,7 +217,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	struct fs_node *parent;
 	struct obj_meta meta;
 	char *dirkey = NULL;
-	bool is_dir = false, had_listing;
+	bool is_dir = false, had_listing, relisted = false;
 	uint64_t asked_us;
 	int rc;
 
@@ -184,23 +231,28 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	}
 	if (parent->listing && !meta_fresh(fs, parent->listing->fetched_us) &&
 	    parent->listing->n <= RELIST_MAX) {
-		(void)dir_relist(fs, parent_ino);   /* failed: asked by name below */
+		/* failed: asked by name below; stale: the listing answers */
+		relisted = dir_relist(fs, parent_ino) == TFS_OK;
 		parent = node_by_ino(fs, parent_ino);
 		if (!parent || !parent->is_dir) {
 			rc = parent ? TFS_E_NOTDIR : TFS_E_NOENT;
 			goto unlock;
 		}
 	}
-	if (parent->listing && meta_fresh(fs, parent->listing->fetched_us)) {
+	if (parent->listing && (relisted || meta_fresh(fs, parent->listing->fetched_us))) {
 		const struct dir_entry *e = listing_find(parent->listing, name);
 		if (!e) {
-			rc = TFS_E_NOENT;
+			/* a stale listing cannot say a name is absent: the
+			 * store, which could, did not answer */
+			rc = meta_fresh(fs, parent->listing->fetched_us) ? TFS_E_NOENT : TFS_E_IO;
 			goto unlock;
 		}
 		listing_entry_meta(e, &meta);
 		rc = node_learn(fs, parent, name, e->is_dir, &meta, parent->listing->fetched_us, out);
 		goto unlock;
 	}
+	if (lookup_stale(fs, parent, name, false, &rc, out))
+		goto unlock;
 	dirkey = strdup(parent->key);
 	had_listing = parent->listing != NULL;
 	pthread_mutex_unlock(&fs->lock);
@@ -210,7 +262,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	/* a saved listing only helps a directory not listed in this mount
 	 * yet: one listed (and now stale) here is newer than what was saved */
 	if (!had_listing) {
-		struct dir_listing *l = listing_load(fs, dirkey);
+		struct dir_listing *l = listing_load(fs, dirkey, false);
 		if (l) {
 			free(dirkey);
 			return listing_lookup_saved(fs, parent_ino, name, l, out);
@@ -219,11 +271,16 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 	asked_us = clock_mono_us();
 	rc = lookup_remote(fs, dirkey, name, &is_dir, &meta);
 	free(dirkey);
-	if (rc != TFS_OK)
-		return rc;
 
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, parent_ino);
+	if (rc == TFS_OK || rc == TFS_E_NOENT)
+		store_answered(fs);
+	if (rc != TFS_OK) {
+		if (parent)
+			(void)lookup_stale(fs, parent, name, true, &rc, out);
+		goto unlock;
+	}
 	rc = parent ? node_learn(fs, parent, name, is_dir, is_dir ? NULL : &meta, asked_us, out)
 		    : TFS_E_NOENT;
 unlock:
@@ -262,6 +319,10 @@ int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 		pthread_mutex_unlock(&fs->lock);
 		return TFS_E_NOENT;
 	}
+	if (n->ver && stale_without_asking(fs, n->attr_us)) {
+		rc = TFS_OK;
+		goto fill;
+	}
 	key = strdup(n->key);
 	pthread_mutex_unlock(&fs->lock);
 	if (!key)
@@ -272,10 +333,16 @@ int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 	atomic_fetch_add(&fs->heads, 1);
 	free(key);
 	pthread_mutex_lock(&fs->lock);
+	if (rc == TFS_OK || rc == TFS_E_NOENT)
+		store_answered(fs);
 	n = node_by_ino(fs, ino);
 	if (!n) {
 		pthread_mutex_unlock(&fs->lock);
 		return TFS_E_NOENT;
+	}
+	if (rc != TFS_OK && n->ver && stale_ok(fs, rc, n->attr_us)) {
+		rc = TFS_OK;   /* the store did not answer: the version we know */
+		goto fill;
 	}
 	if (rc != TFS_OK)
 		goto unlock;
@@ -325,6 +392,30 @@ int fs_getattr(struct tfs_fs *fs, uint64_t ino, struct fs_attr *out)
 
 /* ---- readdir ------------------------------------------------------------ */
 
+/* Fetching dirkey's listing failed with *rc: the last known listing when
+ * stale_ok() allows it (the node's, else the one saved in the cache
+ * index), else NULL.  A reference for the caller.  Lock not held. */
+static struct dir_listing *opendir_stale(struct tfs_fs *fs, uint64_t ino, const char *dirkey,
+					 int *rc)
+{
+	struct dir_listing *l = NULL;
+	struct fs_node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_by_ino(fs, ino);
+	if (n && n->listing)
+		l = listing_get(n->listing);
+	pthread_mutex_unlock(&fs->lock);
+	if (!l)
+		l = listing_load(fs, dirkey, true);
+	if (l && stale_ok(fs, *rc, l->fetched_us)) {
+		*rc = TFS_OK;
+		return l;
+	}
+	listing_put(l);
+	return NULL;
+}
+
 int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 {
 	struct fs_node *n;
@@ -350,7 +441,8 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 		rc = TFS_E_NOMEM;
 		goto unlock;
 	}
-	if (n->listing && meta_fresh(fs, n->listing->fetched_us)) {
+	if (n->listing && (meta_fresh(fs, n->listing->fetched_us) ||
+			   stale_without_asking(fs, n->listing->fetched_us))) {
 		d->listing = listing_get(n->listing);
 		pthread_mutex_unlock(&fs->lock);
 		fs_handle_add(fs, &fs->dirs, &d->link);
@@ -361,13 +453,18 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	pthread_mutex_unlock(&fs->lock);
 
 	if (!had_listing)
-		l = listing_load(fs, d->key);
+		l = listing_load(fs, d->key, false);
 	if (!l) {
 		uint64_t wall = clock_wall_us();
 		rc = listing_fetch(fs, d->key, &l);
-		if (rc != TFS_OK)
-			goto fail;
-		listing_save(fs, d->key, l, wall);
+		if (rc != TFS_OK) {
+			l = opendir_stale(fs, ino, d->key, &rc);
+			if (!l)
+				goto fail;
+		} else {
+			store_answered(fs);
+			listing_save(fs, d->key, l, wall);
+		}
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_by_ino(fs, ino);

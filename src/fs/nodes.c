@@ -10,12 +10,86 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/tfs_err.h"
 #include "fs/fs_internal.h"
+
+#define STORE_PROBE_US 1000000u   /* during an outage, ask the store once a second */
 
 bool meta_fresh(const struct tfs_fs *fs, uint64_t at_us)
 {
 	return at_us && clock_mono_us() - at_us < (uint64_t)fs->cfg.metadata_ttl_ms * 1000;
+}
+
+/* ---- stale-if-error --------------------------------------------------------
+ * A training job whose data is all on the node must not stop because the
+ * store is away for a while: once the TTL has passed, revalidation fails,
+ * and without this every stat, open and readdir would fail with it.  Only
+ * "the store did not answer" qualifies: connection refused or reset,
+ * timeouts, 5xx and 429 after the retries (TFS_E_IO, TFS_E_CONNECT).  An
+ * answer - a 404, a 403 - is news and is believed.  What is served is
+ * exactly what was known (a listing snapshot, a node's version), so the
+ * bytes of an open file still come from one version, and cached chunks
+ * are keyed by it; chunks not cached fail with EIO.
+ *
+ * The outage is a flag with the time it started and the last failure:
+ * the first stale answer sets it and logs a warning, the next metadata
+ * request the store answers clears it and logs how long it lasted. */
+
+static bool store_transient(int rc)
+{
+	return rc == TFS_E_IO || rc == TFS_E_CONNECT;
+}
+
+static bool within_max_stale(const struct tfs_fs *fs, uint64_t at_us)
+{
+	uint64_t bound = ((uint64_t)fs->cfg.metadata_ttl_ms + fs->cfg.max_stale_ms) * 1000;
+
+	return at_us && fs->cfg.max_stale_ms && clock_mono_us() - at_us < bound;
+}
+
+static void store_down_mark(struct tfs_fs *fs, int rc)
+{
+	uint64_t now = clock_mono_us();
+
+	atomic_store(&fs->down_last_us, now);
+	if (atomic_exchange(&fs->store_down, true))
+		return;
+	atomic_store(&fs->down_since_us, now);
+	atomic_store(&fs->down_stale_base, atomic_load(&fs->stale_served));
+	log_warn("object store not answering (%s): serving the last known listings and "
+		 "attributes and cached data, up to %llu s past the metadata TTL; "
+		 "uncached data fails with EIO", tfs_strerror(rc),
+		 (unsigned long long)(fs->cfg.max_stale_ms / 1000));
+}
+
+bool stale_ok(struct tfs_fs *fs, int rc, uint64_t at_us)
+{
+	if (!store_transient(rc) || !within_max_stale(fs, at_us))
+		return false;
+	atomic_fetch_add(&fs->stale_served, 1);
+	store_down_mark(fs, rc);
+	return true;
+}
+
+bool stale_without_asking(struct tfs_fs *fs, uint64_t at_us)
+{
+	if (!atomic_load(&fs->store_down) ||
+	    clock_mono_us() - atomic_load(&fs->down_last_us) >= STORE_PROBE_US ||
+	    !within_max_stale(fs, at_us))
+		return false;
+	atomic_fetch_add(&fs->stale_served, 1);
+	return true;
+}
+
+void store_answered(struct tfs_fs *fs)
+{
+	if (!atomic_load(&fs->store_down) || !atomic_exchange(&fs->store_down, false))
+		return;
+	log_warn("object store answering again after %.1f s; %llu answers were served stale",
+		 (double)(clock_mono_us() - atomic_load(&fs->down_since_us)) / 1e6,
+		 (unsigned long long)(atomic_load(&fs->stale_served) -
+				      atomic_load(&fs->down_stale_base)));
 }
 
 void version_put(struct fs_version *v)
@@ -104,7 +178,7 @@ struct fs_node *node_by_ino(struct tfs_fs *fs, uint64_t ino)
 	return NULL;
 }
 
-static struct fs_node *node_by_name(struct tfs_fs *fs, uint64_t parent, const char *name)
+struct fs_node *node_by_name(struct tfs_fs *fs, uint64_t parent, const char *name)
 {
 	for (struct fs_node *n = fs->by_name[name_hash(fs, parent, name)]; n; n = n->next_name)
 		if (n->parent == parent && strcmp(n->name, name) == 0)
@@ -230,6 +304,14 @@ static void stash_put(struct tfs_fs *fs, struct fs_node *n)
 	s->ra = n->ra;
 	n->listing = NULL;
 	fs->stash_next = (fs->stash_next + 1) % DIR_STASH;
+}
+
+const struct dir_listing *stash_find(const struct tfs_fs *fs, const char *key)
+{
+	for (size_t i = 0; i < DIR_STASH; i++)
+		if (fs->stash[i].key && strcmp(fs->stash[i].key, key) == 0)
+			return fs->stash[i].listing;
+	return NULL;
 }
 
 /* A new directory node n takes back what its forgotten predecessor left

@@ -211,6 +211,8 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->lookups_remote = atomic_load(&fs->lookups_remote);
 	out->open_files = atomic_load(&fs->open_files);
 	out->ra_files = atomic_load(&fs->ra_files);
+	out->stale_served = atomic_load(&fs->stale_served);
+	out->store_down = atomic_load(&fs->store_down);
 	out->scan_files = atomic_load(&fs->scan_files);
 	out->scan_bytes = atomic_load(&fs->scan_bytes);
 	out->plan_files = atomic_load(&fs->plan_files);

@@ -17,9 +17,10 @@
  *   HTTP >= 300: the error body goes through s3_xml_parse_error() and
  *     s3_error_map(); 5xx/429/SlowDown are IO and retried.
  *   HTTP 2xx: the op's check function validates what came back (a ranged
- *     GET checks 206 + Content-Range against what it asked; a short body
- *     is IO and retried, a body longer than asked is refused by the write
- *     callback and retried).
+ *     GET checks 206 + Content-Range against what it asked; a short body,
+ *     a missing or wrong Content-Range, a 200 with the whole object where
+ *     a range was asked, are IO and retried; a body longer than asked is
+ *     refused by the write callback and retried).
  * When retries run out the error is what the last attempt saw: IO for
  * transient failures, CONNECT for connect failures, never NOENT.
  *
@@ -1072,15 +1073,18 @@ static int classify_transport(CURL *h, CURLcode cc, const struct s3_xfer *x,
 		*retry = true;
 		return TFS_E_IO;
 	case CURLE_WRITE_ERROR:
-		if (x->header_over || x->refused)
+		if (x->header_over)
 			return TFS_E_PROTO;
 		if (x->dyn_over)
 			return TFS_E_TOOBIG;
-		if (x->overflow) {
-			/* More than the range asked for: a broken 206 is worth
-			 * another try; a 200 means the server ignores Range. */
-			*retry = x->status == 206;
-			return *retry ? TFS_E_IO : TFS_E_PROTO;
+		if (x->overflow || x->refused) {
+			/* More than the range asked for, or a 200 with the
+			 * whole object to a ranged GET: a proxy or a server
+			 * having a bad moment, as a 503 is.  Retried; a server
+			 * that always ignores Range costs the retry budget,
+			 * then EIO. */
+			*retry = true;
+			return TFS_E_IO;
 		}
 		return TFS_E_NOMEM;
 	case CURLE_ABORTED_BY_CALLBACK:
@@ -1153,8 +1157,10 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 		tfs_errinfo_set(ei, "%s", x.errbuf[0] ? x.errbuf : curl_easy_strerror(cc));
 		if (x.stalled)
 			tfs_errinfo_set(ei, "no data moved for %ld ms", c->stall_ms);
-		if (x.overflow || x.refused)
+		if (x.overflow)
 			tfs_errinfo_set(ei, "server sent more than the %zu bytes asked for", op->rx_cap);
+		if (x.refused)
+			tfs_errinfo_set(ei, "server ignored the Range header (HTTP 200)");
 		goto out_handle;
 	}
 	if (x.status < 200 || x.status >= 300) {
@@ -1325,12 +1331,16 @@ static int get_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 	struct get_ctx *g = ctx;
 	uint64_t span;
 
+	/* Every answer that does not prove it holds exactly the bytes asked
+	 * for is a transient fault, retried like a 503: the next attempt
+	 * usually gets a good one, and no byte of a bad one is kept. */
 	if (x->status == 200) {
 		/* The server ignored Range: fine for off == 0 when it all fit
 		 * (the write callback refused anything else). */
 		if (g->off != 0) {
+			*retry = true;
 			tfs_errinfo_set(ei, "server ignored the Range header");
-			return TFS_E_PROTO;
+			return TFS_E_IO;
 		}
 		if (x->have_len && x->content_length != x->rx_len) {
 			*retry = true;
@@ -1342,13 +1352,17 @@ static int get_check(const struct s3_op *op, struct s3_xfer *x, void *ctx,
 		return TFS_OK;
 	}
 	if (x->status != 206 || !x->have_crange) {
+		*retry = true;
 		tfs_errinfo_set(ei, "HTTP %ld without Content-Range to a ranged GET", x->status);
-		return TFS_E_PROTO;
+		return TFS_E_IO;
 	}
-	if (x->cr_start != g->off || x->cr_end < x->cr_start || x->cr_end - g->off >= g->len) {
-		tfs_errinfo_set(ei, "Content-Range %llu-%llu does not match the range asked for",
-		       (unsigned long long)x->cr_start, (unsigned long long)x->cr_end);
-		return TFS_E_PROTO;
+	if (x->cr_start != g->off || x->cr_end < x->cr_start || x->cr_end - g->off >= g->len ||
+	    (x->crange_total_known && x->cr_end >= x->cr_total)) {
+		*retry = true;
+		tfs_errinfo_set(ei, "Content-Range %llu-%llu/%llu does not match the range asked for",
+		       (unsigned long long)x->cr_start, (unsigned long long)x->cr_end,
+		       (unsigned long long)x->cr_total);
+		return TFS_E_IO;
 	}
 	span = x->cr_end - x->cr_start + 1;
 	if (x->rx_len != span ||

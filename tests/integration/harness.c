@@ -1172,9 +1172,29 @@ long long it_proxy_stat(struct it_proxy *p, const char *name)
 	return -1;
 }
 
+static int proxy_spawn(const struct it_env *env, const char *upstream, int port,
+		       struct it_proxy *p);
+
 int it_proxy_start(const struct it_env *env, const char *upstream, struct it_proxy *p)
 {
+	return proxy_spawn(env, upstream, 0, p);
+}
+
+int it_proxy_restart(const struct it_env *env, const char *upstream, struct it_proxy *p)
+{
+	int port = p->port;
+
+	it_proxy_stop(p);
+	return port > 0 ? proxy_spawn(env, upstream, port, p) : -1;
+}
+
+static int proxy_spawn(const struct it_env *env, const char *upstream, int port,
+		       struct it_proxy *p)
+{
+	char listen[32];
+
 	memset(p, 0, sizeof(*p));
+	it_fmt(listen, sizeof(listen), "127.0.0.1:%d", port);
 	if (!env->proxy_bin) {
 		fprintf(stderr, "harness: TIERFS_PROXY_BIN not set\n");
 		return -1;
@@ -1194,7 +1214,7 @@ int it_proxy_start(const struct it_env *env, const char *upstream, struct it_pro
 	tmp_path(env, "proxy", ".log", logpath, sizeof(logpath));
 	track_add(TRACK_FILE, 0, p->portfile);
 	track_add(TRACK_FILE, 0, logpath);
-	const char *argv[] = { env->proxy_bin, "--listen", "127.0.0.1:0", "--upstream", up,
+	const char *argv[] = { env->proxy_bin, "--listen", listen, "--upstream", up,
 			       "--port-file", p->portfile, NULL };
 	p->pid = spawn(argv, NULL, logpath, true);
 	if (p->pid < 0)

@@ -118,6 +118,11 @@ struct it_proxy {
  * wait (<= 10 s) until its control endpoint answers.  0 or -1. */
 int it_proxy_start(const struct it_env *env, const char *upstream, struct it_proxy *p);
 
+/* Stop p and start a new proxy on the same port: in between, connections
+ * to it are refused (the store is unreachable).  Rules and stats start
+ * empty.  0 or -1. */
+int it_proxy_restart(const struct it_env *env, const char *upstream, struct it_proxy *p);
+
 /* GET http://127.0.0.1:PORT/__proxy/<what> ; the body (NUL-terminated,
  * truncated to outlen) into out when out != NULL.  HTTP status or -1. */
 int it_proxy_ctl(struct it_proxy *p, const char *what, char *out, size_t outlen);

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,13 @@ static void lookup_ok(const char *rel, uint64_t size)
 	char p[PATH_MAX];
 	struct stat st;
 	path_of(rel, p, sizeof(p));
-	cr_assert_eq(stat(p, &st), 0, "stat %s: %s", rel, strerror(errno));
+	if (stat(p, &st) != 0) {
+		int err = errno;
+		char *log = it_mount_log(&mnt);
+		size_t ll = strlen(log);
+		cr_assert_fail("stat %s: %s; daemon log ends: %s", rel, strerror(err),
+			       log + (ll > 3000 ? ll - 3000 : 0));
+	}
 	cr_assert_eq((uint64_t)st.st_size, size, "%s: size %lld", rel, (long long)st.st_size);
 }
 
@@ -168,6 +175,35 @@ Test(faults, get_truncate_mid_body)
 Test(faults, get_reset_before_response)
 {
 	transient_get_fault("reset_before", 2, "", NULL);
+}
+
+/* Answers that are complete and well framed but do not hold what was
+ * asked: each is retried like a 503, and none of its bytes is returned. */
+Test(faults, get_429_twice_then_ok)
+{
+	transient_get_fault("429", 2, "", NULL);
+}
+
+Test(faults, get_200_whole_object_for_a_range_twice_then_ok)
+{
+	transient_get_fault("norange", 2, "", NULL);
+}
+
+Test(faults, get_wrong_content_range_twice_then_ok)
+{
+	transient_get_fault("bad_crange", 2, "", NULL);
+}
+
+Test(faults, get_extra_bytes_after_the_body_twice_then_ok)
+{
+	transient_get_fault("extra", 2, "", NULL);
+}
+
+/* A stall of 5 s mid-body, under the default stall timeout (15 s): the
+ * proxy then ends the response short, and the read retries. */
+Test(faults, get_stall_5s_mid_body_then_ok)
+{
+	transient_get_fault("stall", 1, "&after=65536&ms=5000", NULL);
 }
 
 /* The proxy stalls one GET for 60 s after `after` body bytes: only the
@@ -258,9 +294,11 @@ Test(faults, lookup_under_persistent_503_is_eio_not_enoent)
 	it_unmount_ok(&env, &mnt);
 }
 
+/* With stale-if-error off: see the outage tests below for it on. */
 Test(faults, open_with_head_500_is_eio_not_enoent)
 {
-	const char *extra[] = { "--max-retries", "2", "--metadata-ttl", "0", NULL };
+	const char *extra[] = { "--max-retries", "2", "--metadata-ttl", "0", "--max-stale", "0",
+				NULL };
 	mount_via_proxy(extra);
 	lookup_ok(F_KEY, F_SIZE);
 	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
@@ -527,5 +565,491 @@ Test(faults, read_under_request_rate_limit_is_exact)
 	cr_expect_eq(it_proxy_stat(&proxy, "faults"), 0);
 	cr_log_info("req_rate=2: %lld object GETs, %lld slowdowns, %.2f s", gets, slow, secs);
 	shape("req_rate=0");
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- invalid answers past the retry budget ------------------------------ */
+
+#define K_SIZE (IT_MIB + 200000u)   /* over a chunk: a 200 cannot fit the range */
+static const char *const k_kinds[] = { "429", "norange", "bad_crange", "extra", "truncate" };
+#define N_KINDS (sizeof(k_kinds) / sizeof(k_kinds[0]))
+
+/* Each kind of answer, on every GET of its own file: EIO (never ENOENT,
+ * never bytes), after the retry budget; then, the fault cleared, exactly
+ * the upload: nothing of the bad answers was cached. */
+Test(faults, every_invalid_answer_past_the_budget_is_eio_and_never_cached)
+{
+	char key[32], path[160], p[PATH_MAX];
+	for (unsigned i = 0; i < N_KINDS; i++) {
+		it_fmt(key, sizeof(key), "k/%u.bin", i);
+		cr_assert_eq(it_put_gen(&bucket, key, 0x4000 + i, K_SIZE), 0);
+	}
+	const char *extra[] = { "--max-retries", "2", NULL };
+	mount_via_proxy(extra);
+	char *buf = malloc(K_SIZE);
+	for (unsigned i = 0; i < N_KINDS; i++) {
+		it_fmt(key, sizeof(key), "k/%u.bin", i);
+		lookup_ok(key, K_SIZE);
+		it_fmt(path, sizeof(path), "/%s/%s", bucket.name, key);
+		cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+		cr_assert_eq(it_proxy_fault(&proxy, "kind=%s&count=1000000&method=GET&path=%s",
+					    k_kinds[i], path), 0);
+		path_of(key, p, sizeof(p));
+		int fd = open(p, O_RDONLY);
+		cr_assert_geq(fd, 0, "open %s: %s", key, strerror(errno));
+		errno = 0;
+		ssize_t r = pread(fd, buf, K_SIZE, 0);
+		int err = errno;
+		cr_expect(r < 0 && err == EIO, "%s on every GET: read %zd (%s), want EIO",
+			  k_kinds[i], r, strerror(err));
+		long long faults = it_proxy_stat(&proxy, "faults");
+		cr_expect_geq(faults, 3, "%s: %lld faulty answers: --max-retries 2 not used?",
+			      k_kinds[i], faults);
+		cr_assert_eq(it_proxy_clear(&proxy), 0);
+		close(fd);
+		read_all_ok(key, 0x4000 + i, K_SIZE);
+		cr_log_info("%s: EIO after %lld faulty answers, then exact", k_kinds[i], faults);
+	}
+	free(buf);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- throttling: some requests, then all for 5 s ------------------------ */
+
+#define T_FILES 8
+#define T_SIZE (IT_MIB + 300000u)
+
+struct reader {
+	char path[PATH_MAX];
+	uint64_t seed, size;
+	int err;               /* errno of a failed open or read, 0 */
+	int64_t bad;           /* first wrong byte, -1 */
+	double done;           /* it_now() when finished */
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	char *buf = malloc(r->size + 1);
+	r->err = 0;
+	r->bad = -1;
+	int fd = open(r->path, O_RDONLY);
+	if (fd < 0) {
+		r->err = errno;
+	} else {
+		ssize_t got = it_pread_full(fd, buf, r->size + 1, 0);
+		if (got != (ssize_t)r->size)
+			r->err = got < 0 ? errno : EMSGSIZE;
+		else
+			r->bad = it_gen_mismatch(r->seed, 0, buf, r->size);
+		close(fd);
+	}
+	free(buf);
+	r->done = it_now();
+	return NULL;
+}
+
+static void reader_check(const struct reader *r)
+{
+	cr_expect_eq(r->err, 0, "%s: %s", r->path, strerror(r->err));
+	cr_expect_eq(r->bad, -1, "%s: wrong byte at %lld", r->path, (long long)r->bad);
+}
+
+/* 503 SlowDown and 429 on 10% of the GETs of t/, then 503 on all of them
+ * for 5 s: every byte right (retries with capped, jittered backoff:
+ * --max-retries 20 is ~15 s of backoff on average, far more than 5 s).
+ * Meanwhile another file, outside t/, reads at once: a throttled prefix
+ * holds no lock or connection the others need.  (Its reader must be done
+ * before t/'s, which cannot finish before the 5 s are over.) */
+Test(faults, throttled_10pct_then_all_for_5s_bytes_exact_others_flow)
+{
+	char key[32], p[PATH_MAX], tpath[160];
+	for (unsigned i = 0; i < T_FILES; i++) {
+		it_fmt(key, sizeof(key), "t/%u.bin", i);
+		cr_assert_eq(it_put_gen(&bucket, key, 0x7000 + i, T_SIZE), 0);
+	}
+	const char *extra[] = { "--max-retries", "20", NULL };
+	mount_via_proxy(extra);
+	for (unsigned i = 0; i < T_FILES; i++) {
+		it_fmt(key, sizeof(key), "t/%u.bin", i);
+		lookup_ok(key, T_SIZE);
+	}
+	lookup_ok(F_KEY, F_SIZE);
+	it_fmt(tpath, sizeof(tpath), "/%s/t/", bucket.name);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=1000000&pct=10&method=GET&path=%s",
+				    tpath), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=429&count=1000000&pct=10&method=GET&path=%s",
+				    tpath), 0);
+	/* the first half under 10% */
+	for (unsigned i = 0; i < T_FILES / 2; i++) {
+		it_fmt(key, sizeof(key), "t/%u.bin", i);
+		read_all_ok(key, 0x7000 + i, T_SIZE);
+	}
+	long long some = it_proxy_stat(&proxy, "faults");
+	/* then all of them for 5 s, the other half read meanwhile */
+	double t0 = it_now();
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=503&for_ms=5000&method=GET&path=%s", tpath), 0);
+	struct reader rs[T_FILES / 2 + 1];
+	pthread_t th[T_FILES / 2 + 1];
+	for (unsigned i = 0; i <= T_FILES / 2; i++) {
+		if (i < T_FILES / 2) {
+			it_fmt(key, sizeof(key), "t/%u.bin", T_FILES / 2 + i);
+			rs[i] = (struct reader){ .seed = 0x7000 + T_FILES / 2 + i, .size = T_SIZE };
+		} else {
+			it_fmt(key, sizeof(key), "%s", F_KEY);
+			rs[i] = (struct reader){ .seed = F_SEED, .size = F_SIZE };
+		}
+		path_of(key, p, sizeof(p));
+		it_fmt(rs[i].path, sizeof(rs[i].path), "%s", p);
+		cr_assert_eq(pthread_create(&th[i], NULL, reader_main, &rs[i]), 0);
+	}
+	double last_t = 0;
+	for (unsigned i = 0; i <= T_FILES / 2; i++) {
+		pthread_join(th[i], NULL);
+		reader_check(&rs[i]);
+		if (i < T_FILES / 2 && rs[i].done > last_t)
+			last_t = rs[i].done;
+	}
+	long long all = it_proxy_stat(&proxy, "faults");
+	cr_expect_gt(all - some, T_FILES / 2, "only %lld faults in the 5 s of 503s", all - some);
+	cr_expect_geq(last_t - t0, 4.9, "t/ read in %.1f s although every GET failed for 5 s",
+		      last_t - t0);
+	cr_expect_lt(rs[T_FILES / 2].done, last_t,
+		     "%s waited for the throttled prefix (done at +%.1f s, t/ at +%.1f s)", F_KEY,
+		     rs[T_FILES / 2].done - t0, last_t - t0);
+	cr_log_info("throttling: %lld faults under 10%%, %lld in the 5 s; t/ done at +%.1f s, "
+		    "%s at +%.1f s", some, all - some, last_t - t0, F_KEY,
+		    rs[T_FILES / 2].done - t0);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- the store unreachable: stale-if-error ------------------------------ */
+
+#define S_FILES 3
+#define S_SIZE 300000u
+#define S_SEED 0x5100u
+#define COLD_KEY "s/cold.bin"
+#define COLD_SEED 0xc01du
+
+static void upload_stale_dir(void)
+{
+	char key[32];
+	for (unsigned i = 0; i < S_FILES; i++) {
+		it_fmt(key, sizeof(key), "s/%u.bin", i);
+		cr_assert_eq(it_put_gen(&bucket, key, S_SEED + i, S_SIZE), 0);
+	}
+	cr_assert_eq(it_put_gen(&bucket, COLD_KEY, COLD_SEED, S_SIZE), 0);
+}
+
+/* s/ lists exactly the S_FILES files and cold.bin. */
+static void stale_dir_lists_all(const char *when)
+{
+	size_t n;
+	int err;
+	char **names = list_dir("s", &n, &err);
+	cr_assert_eq(err, 0, "%s: listing s/: %s", when, strerror(err));
+	cr_expect_eq(n, S_FILES + 1, "%s: s/ has %zu names", when, n);
+	free_names(names, n);
+}
+
+static unsigned log_count(const char *what)
+{
+	char *log = it_mount_log(&mnt);
+	unsigned n = 0;
+	for (const char *p = log; (p = strstr(p, what)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* How the store goes away: connections refused (the proxy stopped), or
+ * every request answered 503 (the proxy up, the store failing). */
+enum outage { OUT_REFUSED, OUT_503 };
+
+static void outage_begin(enum outage how)
+{
+	if (how == OUT_REFUSED)
+		it_proxy_stop(&proxy);
+	else
+		cr_assert_eq(it_proxy_fault(&proxy, "kind=503&count=1000000000"), 0);
+}
+
+static void outage_end(enum outage how)
+{
+	if (how == OUT_REFUSED)
+		cr_assert_eq(it_proxy_restart(&env, env.endpoint, &proxy), 0, "restart the proxy");
+	else
+		cr_assert_eq(it_proxy_clear(&proxy), 0);
+}
+
+/* With a 1 s metadata TTL, a directory listed and files read before the
+ * outage: once the TTL has passed during it, the cached files still stat,
+ * list and read exactly; the uncached one opens but reads EIO (never
+ * ENOENT); a name the stale listing lacks is EIO, not ENOENT; stats count
+ * it and the log says so once.  When the store is back, the same mount
+ * reads the uncached file and logs the recovery once. */
+static void outage_case(enum outage how)
+{
+	upload_stale_dir();
+	const char *extra[] = { "--metadata-ttl", "1", "--max-retries", "2", "--read-ahead", "0",
+				NULL };
+	mount_via_proxy(extra);
+	char key[32], p[PATH_MAX];
+	stale_dir_lists_all("before");
+	for (unsigned i = 0; i < S_FILES; i++) {
+		it_fmt(key, sizeof(key), "s/%u.bin", i);
+		read_all_ok(key, S_SEED + i, S_SIZE);
+	}
+	lookup_ok(COLD_KEY, S_SIZE);
+	cr_expect_eq(it_daemon_stat(&mnt, "fs.stale_served"), 0);
+
+	outage_begin(how);
+	usleep(1500 * 1000);            /* past the TTL, the kernel's too */
+	for (int round = 0; round < 2; round++) {
+		for (unsigned i = 0; i < S_FILES; i++) {
+			it_fmt(key, sizeof(key), "s/%u.bin", i);
+			lookup_ok(key, S_SIZE);
+			read_all_ok(key, S_SEED + i, S_SIZE);
+		}
+		stale_dir_lists_all("during the outage");
+		usleep(1100 * 1000);    /* past the TTL again: asked again */
+	}
+	path_of(COLD_KEY, p, sizeof(p));
+	int fd = open(p, O_RDONLY);
+	if (fd < 0) {
+		int err = errno;
+		char *log = it_mount_log(&mnt);
+		size_t ll = strlen(log);
+		cr_assert_fail("open of an uncached file during the outage: %s; daemon log ends: %s",
+			       strerror(err), log + (ll > 6000 ? ll - 6000 : 0));
+	}
+	char *buf = malloc(S_SIZE);
+	errno = 0;
+	ssize_t r = pread(fd, buf, S_SIZE, 0);
+	cr_expect(r < 0 && errno == EIO, "read of an uncached file during the outage: %zd (%s), "
+		  "want EIO", r, strerror(errno));
+	close(fd);
+	path_of("s/never-listed.bin", p, sizeof(p));
+	struct stat st;
+	errno = 0;
+	cr_expect(stat(p, &st) < 0 && errno == EIO, "a name the stale listing lacks: %s, want EIO",
+		  strerror(errno));
+	cr_expect_gt(it_daemon_stat(&mnt, "fs.stale_served"), 0, "nothing counted as served stale");
+	cr_expect_eq(it_daemon_stat(&mnt, "fs.store_unreachable"), 1);
+	cr_expect_eq(log_count("object store not answering"), 1, "outage logged %u times",
+		     log_count("object store not answering"));
+
+	outage_end(how);
+	usleep(1100 * 1000);            /* past the probe interval and the TTL */
+	stale_dir_lists_all("after");
+	read_all_ok(COLD_KEY, COLD_SEED, S_SIZE);
+	cr_expect_eq(it_daemon_stat(&mnt, "fs.store_unreachable"), 0);
+	cr_expect_eq(log_count("object store answering again"), 1, "recovery logged %u times",
+		     log_count("object store answering again"));
+
+	/* a real deletion is believed at once: a 404 is not an outage */
+	struct tfs_errinfo ei;
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(s3_client_delete(bucket.client, "s/0.bin", &ei), TFS_OK);
+	usleep(1100 * 1000);
+	size_t n;
+	int err;
+	char **names = list_dir("s", &n, &err);
+	cr_assert_eq(err, 0, "listing after a deletion: %s", strerror(err));
+	cr_expect_eq(n, S_FILES, "s/ after deleting one: %zu names", n);
+	free_names(names, n);
+	path_of("s/0.bin", p, sizeof(p));
+	errno = 0;
+	cr_expect(stat(p, &st) < 0 && errno == ENOENT, "stat of a deleted file: %s, want ENOENT",
+		  strerror(errno));
+	free(buf);
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(faults, outage_refused_serves_cached_files_and_listings)
+{
+	outage_case(OUT_REFUSED);
+}
+
+Test(faults, outage_503_serves_cached_files_and_listings)
+{
+	outage_case(OUT_503);
+}
+
+/* --max-stale 0: no stale answers; an outage past the TTL is EIO for the
+ * cached file too (never ENOENT). */
+Test(faults, outage_with_max_stale_0_is_eio)
+{
+	upload_stale_dir();
+	const char *extra[] = { "--metadata-ttl", "1", "--max-retries", "1", "--max-stale", "0",
+				NULL };
+	mount_via_proxy(extra);
+	read_all_ok("s/0.bin", S_SEED, S_SIZE);
+	it_proxy_stop(&proxy);
+	usleep(1500 * 1000);
+	char p[PATH_MAX];
+	struct stat st;
+	path_of("s/0.bin", p, sizeof(p));
+	errno = 0;
+	cr_expect(stat(p, &st) < 0 && errno == EIO, "stat with --max-stale 0 in an outage: %s, "
+		  "want EIO", strerror(errno));
+	cr_expect_eq(it_daemon_stat(&mnt, "fs.stale_served"), 0);
+	cr_assert_eq(it_proxy_restart(&env, env.endpoint, &proxy), 0);
+	read_all_ok("s/0.bin", S_SEED, S_SIZE);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ---- an object replaced or deleted while open and cached ---------------- */
+
+#define V_SIZE (2 * IT_MIB + 1000u)
+#define V_OLD 0x0e1du
+#define V_NEW 0x0e2du
+
+/* One read(2) of [off, off + len) through fd: old bytes (with new_ok:
+ * or new bytes, the whole of what came from one version), possibly short
+ * before an error, or an error (ESTALE, EIO, ENOENT); never a mix of
+ * versions, never zeros.  Returns the errno, 0 when all bytes came. */
+static int read_one_version(int fd, uint64_t off, size_t len, bool new_ok, const char *what,
+			    const char **which)
+{
+	char *buf = malloc(len);
+	errno = 0;
+	ssize_t r = pread(fd, buf, len, (off_t)off);
+	int err = r < 0 ? errno : 0;
+	*which = "error";
+	if (r < 0) {
+		*which = strerror(err);
+		cr_expect(err == ESTALE || err == EIO || err == ENOENT,
+			  "%s: read @ %llu failed with %s", what, (unsigned long long)off,
+			  strerror(err));
+	} else {
+		int64_t bad = it_gen_mismatch(V_OLD, off, buf, (size_t)r);
+		*which = "old bytes";
+		if (bad >= 0 && new_ok && it_gen_mismatch(V_NEW, off, buf, (size_t)r) == -1) {
+			bad = -1;
+			*which = "new bytes";
+		}
+		cr_expect_eq(bad, -1, "%s: read @ %llu: %zd bytes, not of one version from %lld",
+			     what, (unsigned long long)off, r, (long long)bad);
+		if (r < (ssize_t)len) {
+			/* a short read is how an error after some bytes shows */
+			*which = "short";
+			err = EIO;
+		}
+	}
+	free(buf);
+	return err;
+}
+
+static int read_old_or_error(int fd, uint64_t off, size_t len, const char *what)
+{
+	const char *which;
+	return read_one_version(fd, off, len, false, what, &which);
+}
+
+/* Overwritten with the same size: through a handle opened before, all of
+ * the file once cached and half of another, reads give old bytes or an
+ * error, never new ones or a mix; a new open reads the new object whole.
+ * After that, the old handle may see the new bytes the new open put in
+ * the kernel's page cache (it belongs to the inode, not to a handle),
+ * never the old and the new in one read. */
+Test(faults, overwrite_same_size_while_open_and_cached)
+{
+	cr_assert_eq(it_put_gen(&bucket, "v/full.bin", V_OLD, V_SIZE), 0);
+	cr_assert_eq(it_put_gen(&bucket, "v/half.bin", V_OLD, V_SIZE), 0);
+	const char *extra[] = { "--metadata-ttl", "1", "--read-ahead", "0", NULL };
+	mount_via_proxy(extra);
+	char p[PATH_MAX];
+	path_of("v/full.bin", p, sizeof(p));
+	int full = open(p, O_RDONLY);
+	path_of("v/half.bin", p, sizeof(p));
+	int half = open(p, O_RDONLY);
+	cr_assert(full >= 0 && half >= 0, "open: %s", strerror(errno));
+	cr_assert_eq(read_old_or_error(full, 0, V_SIZE, "before"), 0);
+	cr_assert_eq(read_old_or_error(half, 0, IT_MIB, "before"), 0);
+	cr_assert_eq(it_put_gen(&bucket, "v/full.bin", V_NEW, V_SIZE), 0);
+	cr_assert_eq(it_put_gen(&bucket, "v/half.bin", V_NEW, V_SIZE), 0);
+	usleep(1300 * 1000);
+	const char *w1, *w2, *w3;
+	read_one_version(full, 0, V_SIZE, false, "cached, overwritten", &w1);
+	read_one_version(half, 0, V_SIZE, false, "half cached, overwritten", &w2);
+	read_all_ok("v/full.bin", V_NEW, V_SIZE);
+	/* the new open superseded the version the old handles hold */
+	read_one_version(full, 0, V_SIZE, true, "after a new open", &w3);
+	read_all_ok("v/half.bin", V_NEW, V_SIZE);
+	cr_log_info("overwrite while open: cached -> %s, half cached -> %s, after a new open -> %s",
+		    w1, w2, w3);
+	close(full);
+	close(half);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* Deleted: through handles opened before, old bytes or an error; new
+ * lookups say ENOENT once the TTL has passed (a 404 is news, not an
+ * outage). */
+Test(faults, delete_while_open_and_cached)
+{
+	cr_assert_eq(it_put_gen(&bucket, "v/full.bin", V_OLD, V_SIZE), 0);
+	cr_assert_eq(it_put_gen(&bucket, "v/half.bin", V_OLD, V_SIZE), 0);
+	const char *extra[] = { "--metadata-ttl", "1", "--read-ahead", "0", NULL };
+	mount_via_proxy(extra);
+	char p[PATH_MAX];
+	path_of("v/full.bin", p, sizeof(p));
+	int full = open(p, O_RDONLY);
+	path_of("v/half.bin", p, sizeof(p));
+	int half = open(p, O_RDONLY);
+	cr_assert(full >= 0 && half >= 0, "open: %s", strerror(errno));
+	cr_assert_eq(read_old_or_error(full, 0, V_SIZE, "before"), 0);
+	cr_assert_eq(read_old_or_error(half, 0, IT_MIB, "before"), 0);
+	struct tfs_errinfo ei;
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(s3_client_delete(bucket.client, "v/full.bin", &ei), TFS_OK);
+	cr_assert_eq(s3_client_delete(bucket.client, "v/half.bin", &ei), TFS_OK);
+	usleep(1300 * 1000);
+	const char *w1, *w2, *w3;
+	read_one_version(full, 0, V_SIZE, false, "cached, deleted", &w1);
+	read_one_version(half, 0, V_SIZE, false, "half cached, deleted", &w2);
+	struct stat st;
+	path_of("v/full.bin", p, sizeof(p));
+	errno = 0;
+	cr_expect(stat(p, &st) < 0 && errno == ENOENT, "stat of a deleted file: %s, want ENOENT",
+		  strerror(errno));
+	read_one_version(full, 0, V_SIZE, false, "after the lookup saw it gone", &w3);
+	cr_log_info("delete while open: cached -> %s, half cached -> %s, after the lookup -> %s",
+		    w1, w2, w3);
+	close(full);
+	close(half);
+	it_unmount_ok(&env, &mnt);
+}
+
+/* The proxy drops the Range header of 15% of the GETs of 30 files (a
+ * 200 with the whole object each time): every file reads exactly. */
+Test(faults, range_dropped_on_15pct_of_gets_every_file_exact)
+{
+	enum { N = 30, SIZE = 300000 };
+	char key[32], path[160];
+	struct it_obj objs[N];
+	char keys[N][32];
+	for (unsigned i = 0; i < N; i++) {
+		it_fmt(keys[i], sizeof(keys[i]), "r/%02u.bin", i);
+		objs[i] = (struct it_obj){ keys[i], 0x8000 + i, SIZE };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, N, 4), 0);
+	const char *extra[] = { "--chunk-size", "128K", "--max-retries", "10", NULL };
+	mount_via_proxy(extra);
+	it_fmt(path, sizeof(path), "/%s/r/", bucket.name);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	cr_assert_eq(it_proxy_fault(&proxy, "kind=norange&count=1000000&pct=15&method=GET&path=%s",
+				    path), 0);
+	for (unsigned i = 0; i < N; i++) {
+		it_fmt(key, sizeof(key), "r/%02u.bin", i);
+		read_all_ok(key, 0x8000 + i, SIZE);
+	}
+	long long faults = it_proxy_stat(&proxy, "faults");
+	cr_expect_gt(faults, 0, "no Range dropped in %lld object GETs",
+		     it_proxy_stat(&proxy, "object_GET"));
+	cr_log_info("Range dropped on %lld of %lld object GETs; %d files exact", faults,
+		    it_proxy_stat(&proxy, "object_GET"), N);
 	it_unmount_ok(&env, &mnt);
 }

@@ -71,15 +71,25 @@
 #define S3_LIKE_LATENCY_MS 20
 #define S3_LIKE_BANDWIDTH 90000000	/* bytes/s per connection */
 
+/* Faults of a response's validity (the answer is complete and well framed
+ * but does not hold what was asked): NORANGE drops the request's Range
+ * header, so a ranged GET gets 200 and the whole object; BAD_CRANGE
+ * shifts the Content-Range by one byte; EXTRA sends `after` (default 1000)
+ * more bytes than upstream did, counted in the Content-Length.  429 is
+ * S3's and GCS's "too many requests". */
 enum fault_kind {
 	FAULT_NONE, FAULT_503, FAULT_500, FAULT_RESET, FAULT_TRUNCATE,
-	FAULT_STALL, FAULT_RESET_BEFORE, FAULT_KIND_COUNT
+	FAULT_STALL, FAULT_RESET_BEFORE, FAULT_429, FAULT_NORANGE, FAULT_BAD_CRANGE,
+	FAULT_EXTRA, FAULT_KIND_COUNT
 };
 static const char *const fault_names[FAULT_KIND_COUNT] = {
 	[FAULT_503] = "503", [FAULT_500] = "500", [FAULT_RESET] = "reset",
 	[FAULT_TRUNCATE] = "truncate", [FAULT_STALL] = "stall",
-	[FAULT_RESET_BEFORE] = "reset_before",
+	[FAULT_RESET_BEFORE] = "reset_before", [FAULT_429] = "429",
+	[FAULT_NORANGE] = "norange", [FAULT_BAD_CRANGE] = "bad_crange",
+	[FAULT_EXTRA] = "extra",
 };
+#define EXTRA_DEFAULT 1000
 
 enum stat_idx {
 	ST_REQUESTS, ST_GET, ST_HEAD, ST_PUT, ST_POST, ST_DELETE, ST_FAULTS,
@@ -91,10 +101,16 @@ static const char *const stat_names[ST_COUNT] = {
 	"slowdowns",    /* requests refused with 503 SlowDown by the request rate */
 };
 
-/* An armed rule; kind FAULT_NONE marks a free slot. */
+/* An armed rule; kind FAULT_NONE marks a free slot.  A matching request
+ * takes a shot with probability pct/100; a rule with for_ms lasts that
+ * long from its arming (whatever its count), so "every request for 5 s"
+ * is one rule. */
 struct rule {
 	enum fault_kind kind;
 	long long count;
+	long long pct;		/* 1..100 */
+	int64_t until_ns;	/* 0: no time limit */
+	uint64_t rng;		/* xorshift state for pct */
 	char method[16];	/* "" matches any method */
 	char path[1024];	/* substring of the request target, "" any */
 	long long after;	/* body bytes relayed first; -1: half of Content-Length */
@@ -154,6 +170,7 @@ struct relay {
 	long long clen;		/* -1: unknown */
 	long long body_sent;
 	long long limit;	/* -1: no fault limit */
+	long long extra;	/* FAULT_EXTRA: junk bytes sent after the body */
 };
 
 struct fault {
@@ -483,22 +500,37 @@ static bool rate_admit(struct proxy *px)
 
 /* ---- rules and control endpoint -------------------------------------- */
 
-/* Takes one shot of the first rule matching the request; kind NONE if none. */
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Takes one shot of the first rule matching the request; kind NONE if none.
+ * A rule whose time is up is freed; one that lost its pct draw lets the
+ * request go on to the next rules. */
 static struct fault rules_take(struct proxy *px, const struct request *rq)
 {
 	struct fault f = { .kind = FAULT_NONE };
+	int64_t t = now_ns();
 
 	pthread_mutex_lock(&px->lock);
 	for (int i = 0; i < MAX_RULES; i++) {
 		struct rule *r = &px->rules[i];
 		size_t pl = strlen(r->path);
 
+		if (r->kind != FAULT_NONE && r->until_ns && t >= r->until_ns)
+			r->kind = FAULT_NONE;
 		if (r->kind == FAULT_NONE ||
 		    (r->method[0] && strcmp(r->method, rq->method) != 0) ||
 		    (pl && !memmem(rq->target, rq->target_len, r->path, pl)))
 			continue;
+		if (r->pct < 100 && (long long)(xorshift(&r->rng) % 100) >= r->pct)
+			continue;
 		f = (struct fault){ .kind = r->kind, .after = r->after, .ms = r->ms };
-		if (--r->count <= 0)
+		if (!r->until_ns && --r->count <= 0)
 			r->kind = FAULT_NONE;
 		break;
 	}
@@ -570,7 +602,8 @@ static bool query_has(const char *q, size_t n, const char *key)
 
 static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, size_t msize)
 {
-	struct rule r = { .count = 1, .after = -1, .ms = 30000 };
+	struct rule r = { .count = 1, .after = -1, .ms = 30000, .pct = 100 };
+	long long for_ms = 0;
 	char kind[16];
 	int i;
 
@@ -583,9 +616,14 @@ static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, 
 	r.kind = (enum fault_kind)i;
 	if (!query_num(q, qn, "count", &r.count) || r.count < 1 ||
 	    !query_num(q, qn, "after", &r.after) || !query_num(q, qn, "ms", &r.ms) ||
+	    !query_num(q, qn, "pct", &r.pct) || r.pct < 1 || r.pct > 100 ||
+	    !query_num(q, qn, "for_ms", &for_ms) ||
 	    query_get(q, qn, "method", r.method, sizeof(r.method)) < 0 ||
 	    query_get(q, qn, "path", r.path, sizeof(r.path)) < 0)
 		return snprintf(msg, msize, "bad parameter\n"), 400;
+	if (for_ms > 0)
+		r.until_ns = now_ns() + for_ms * 1000000;
+	r.rng = (uint64_t)now_ns() | 1;
 	pthread_mutex_lock(&px->lock);
 	for (i = 0; i < MAX_RULES && px->rules[i].kind != FAULT_NONE; i++)
 		;
@@ -600,6 +638,7 @@ static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, 
 
 /* Answers a /__proxy/ request:
  *   fault?kind=K[&count=N][&method=M][&path=SUBSTR][&after=BYTES][&ms=MS]
+ *        [&pct=P][&for_ms=MS]
  *   clear   stats   reset_stats
  *   shape[?latency_ms=N][&bandwidth=BYTES_PER_SEC][&req_rate=N][&req_burst=N]
  *     (absent parameters keep their value; 0 turns one off; req_burst 0 is
@@ -699,6 +738,23 @@ static int relay_send(struct conn *c, const char *p, size_t n)
 	return 0;
 }
 
+/* The upstream body is complete: send the EXTRA fault's junk, which the
+ * Content-Length sent to the client counted. */
+static void relay_finish(struct conn *c, struct relay *r)
+{
+	char junk[4096];
+
+	memset(junk, 'X', sizeof(junk));
+	for (long long left = r->extra; left > 0 && !r->failed;) {
+		size_t n = left < (long long)sizeof(junk) ? (size_t)left : sizeof(junk);
+
+		if (relay_send(c, junk, n) < 0)
+			r->failed = true;
+		left -= (long long)n;
+	}
+	r->done = true;
+}
+
 /* Relays body bytes, up to the fault limit. */
 static void relay_body(struct conn *c, struct relay *r, const char *p, size_t n)
 {
@@ -712,7 +768,25 @@ static void relay_body(struct conn *c, struct relay *r, const char *p, size_t n)
 	if (r->limit >= 0 && r->body_sent >= r->limit)
 		r->cut = r->done = true;
 	else if (r->clen >= 0 && r->body_sent >= r->clen)
-		r->done = true;
+		relay_finish(c, r);
+}
+
+/* Writes "Content-Range: bytes S+1-E+1/T" for value v[0, vl) =
+ * "bytes S-E/T" at o (*end: after it); false if v is not of that form. */
+static bool crange_shift(char *o, const char *v, size_t vl, char **end)
+{
+	const char *dash, *slash, *e = v + vl;
+	long long s, t;
+
+	if (vl < 6 || strncasecmp(v, "bytes ", 6) != 0 ||
+	    !(dash = memchr(v + 6, '-', vl - 6)) ||
+	    !(slash = memchr(dash, '/', (size_t)(e - dash))) ||
+	    (s = parse_num(v + 6, (size_t)(dash - v - 6))) < 0 ||
+	    (t = parse_num(dash + 1, (size_t)(slash - dash - 1))) < 0)
+		return false;
+	*end = o + sprintf(o, "Content-Range: bytes %lld-%lld/%.*s\r\n", s + 1, t + 1,
+			   (int)(e - slash - 1), slash + 1);
+	return true;
 }
 
 /* Handles a complete response head rhead[0, hl): relays a 1xx head as it
@@ -752,8 +826,17 @@ static bool relay_head(struct conn *c, struct relay *r, const struct request *rq
 			continue;
 		if (header_is(line, n, "Transfer-Encoding", &v, &vl))
 			chunked = value_has(v, vl, "chunked");
-		if (header_is(line, n, "Content-Length", &v, &vl))
+		if (header_is(line, n, "Content-Length", &v, &vl)) {
 			r->clen = parse_num(v, vl);
+			if (f->kind == FAULT_EXTRA && !nobody && r->clen >= 0) {
+				r->extra = f->after >= 0 ? f->after : EXTRA_DEFAULT;
+				o += sprintf(o, "Content-Length: %lld\r\n", r->clen + r->extra);
+				continue;
+			}
+		}
+		if (f->kind == FAULT_BAD_CRANGE &&
+		    header_is(line, n, "Content-Range", &v, &vl) && crange_shift(o, v, vl, &o))
+			continue;
 		memcpy(o, line, n + 2);
 		o += n + 2;
 	}
@@ -776,7 +859,7 @@ static bool relay_head(struct conn *c, struct relay *r, const struct request *rq
 	else if (r->limit == 0)
 		r->cut = r->done = true;
 	else if (r->clen == 0)
-		r->done = true;
+		relay_finish(c, r);
 	return true;
 }
 
@@ -926,18 +1009,46 @@ bad_gateway:
 static const char *const s3_503 =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
 	"<Message>Please reduce your request rate.</Message></Error>";
+static const char *const s3_429 =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>TooManyRequests</Code>"
+	"<Message>Too many requests.</Message></Error>";
 static const char *const s3_500 =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InternalError</Code>"
 	"<Message>We encountered an internal error. Please try again.</Message></Error>";
 
-/* Answers rq with an S3 error made here, 503 SlowDown or 500 InternalError,
- * and consumes its body. Returns false if the connection must end. */
-static bool conn_send_s3_error(struct conn *c, const struct request *rq, bool slow)
+/* Answers rq with an S3 error made here (503 SlowDown, 500 InternalError or
+ * 429 TooManyRequests) and consumes its body. Returns false if the
+ * connection must end. */
+static bool conn_send_s3_error(struct conn *c, const struct request *rq, int code)
 {
-	return conn_send_local(c, slow ? 503 : 500, slow ? "Slow Down" : "Internal Server Error",
-			       "application/xml", slow ? s3_503 : s3_500, rq->client_close,
+	const char *reason = code == 503 ? "Slow Down" : code == 429 ? "Too Many Requests" :
+			     "Internal Server Error";
+	const char *body = code == 503 ? s3_503 : code == 429 ? s3_429 : s3_500;
+
+	return conn_send_local(c, code, reason, "application/xml", body, rq->client_close,
 			       strcmp(rq->method, "HEAD") == 0) == 0 &&
 	       conn_drain_body(c, rq->clen) && !rq->client_close;
+}
+
+/* Removes header `name` from the upstream request head (NORANGE). */
+static void qhead_drop(struct conn *c, const char *name)
+{
+	char *line = (char *)next_crlf(c->qhead) + 2, *end = c->qhead + c->qhead_len;
+	const char *v;
+	size_t vl;
+
+	while (line < end - 2) {
+		char *eol = (char *)next_crlf(line);
+		size_t n = (size_t)(eol - line) + 2;
+
+		if (header_is(line, n - 2, name, &v, &vl)) {
+			memmove(line, line + n, (size_t)(end - line - (ptrdiff_t)n));
+			end -= n;
+			c->qhead_len -= n;
+			continue;
+		}
+		line = eol + 2;
+	}
 }
 
 static void count_request(struct proxy *px, const struct request *rq)
@@ -999,7 +1110,7 @@ static void *conn_main(void *arg)
 		 * fault rule's shot */
 		if (!rate_admit(px)) {
 			atomic_fetch_add(&px->stats[ST_SLOWDOWNS], 1);
-			if (!conn_send_s3_error(c, &rq, true))
+			if (!conn_send_s3_error(c, &rq, 503))
 				break;
 			continue;
 		}
@@ -1010,11 +1121,14 @@ static void *conn_main(void *arg)
 			c->close_mode = CLOSE_RST;
 			break;
 		}
-		if (f.kind == FAULT_503 || f.kind == FAULT_500) {
-			if (!conn_send_s3_error(c, &rq, f.kind == FAULT_503))
+		if (f.kind == FAULT_503 || f.kind == FAULT_500 || f.kind == FAULT_429) {
+			if (!conn_send_s3_error(c, &rq, f.kind == FAULT_503 ? 503 :
+						f.kind == FAULT_429 ? 429 : 500))
 				break;
 			continue;
 		}
+		if (f.kind == FAULT_NORANGE)
+			qhead_drop(c, "Range");
 		if (!forward(c, &rq, &f) || rq.client_close)
 			break;
 	}
@@ -1084,8 +1198,9 @@ static void usage(void)
 		"  --s3-like        presets --latency-ms %d --bandwidth %d (S3 in-region;\n"
 		"                   explicit options override it)\n"
 		"Control API on the same port:\n"
-		"  /__proxy/fault?kind=503|500|reset|truncate|stall|reset_before\n"
-		"  [&count=N][&method=M][&path=SUBSTR][&after=BYTES][&ms=MS], /__proxy/clear,\n"
+		"  /__proxy/fault?kind=503|500|429|reset|truncate|stall|reset_before|\n"
+		"  norange|bad_crange|extra [&count=N][&method=M][&path=SUBSTR][&after=BYTES]\n"
+		"  [&ms=MS][&pct=P][&for_ms=MS], /__proxy/clear,\n"
 		"  /__proxy/stats, /__proxy/reset_stats,\n"
 		"  /__proxy/shape?latency_ms=N&bandwidth=B&req_rate=N&req_burst=N (0 = off)\n",
 		S3_LIKE_LATENCY_MS, S3_LIKE_BANDWIDTH);

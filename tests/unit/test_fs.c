@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fake_objstore.h"
 #include "fs/fs.h"
 #include "tiers/chunk_cache.h"
 #include "fs/scan.h"
-#include <unistd.h>
 
 #define SCAN_TRIGGER_FOR_TEST SCAN_TRIGGER
 
@@ -244,6 +244,107 @@ Test(fs, reads_cross_chunks_and_stop_at_eof)
 	/* 4 chunks exist; each fetched once despite overlapping reads */
 	cr_assert_eq(store->gets, 4);
 	fs_release(fs, f);
+}
+
+/* ---- stale-if-error ---------------------------------------------------- */
+
+static struct tfs_fs *mount_fs_stale(unsigned ttl_ms, uint64_t max_stale_ms)
+{
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = ttl_ms,
+		.max_stale_ms = max_stale_ms, .chunk_size = CS, .ram_bytes = 8 * CS,
+		.uid = 1, .gid = 2, .file_mode = 0444, .dir_mode = 0555,
+	};
+	return fs_new(&c);
+}
+
+/* Listed, looked up, a file read whole: the state an outage finds. */
+static uint64_t learn_and_cache(void)
+{
+	struct fs_file *f;
+	bool keep;
+	uint64_t big;
+
+	list_names(FS_ROOT_INO);
+	lookup(FS_ROOT_INO, "top.bin", TFS_OK);
+	big = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_eq(fs_open(fs, big, &f, &keep), TFS_OK);
+	read_all_check(f, 0, 3 * CS + 17, 10, 3 * CS + 17);
+	fs_release(fs, f);
+	return big;
+}
+
+Test(fs, store_unreachable_past_the_ttl_serves_what_was_known)
+{
+	struct fs_attr a;
+	struct fs_file *f;
+	struct fs_stats st;
+	bool keep;
+	uint64_t big;
+
+	fs = mount_fs_stale(20, 60000);
+	big = learn_and_cache();
+	usleep(40 * 1000);      /* past the TTL */
+	for (int i = 0; i < 2; i++) {
+		store->fail_rc = i ? TFS_E_IO : TFS_E_CONNECT;
+		cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+		cr_assert_eq(a.size, 10);
+		cr_assert_eq(fs_getattr(fs, big, &a), TFS_OK);
+		cr_assert_eq(a.size, 3 * CS + 17);
+		cr_assert_str_eq(list_names(FS_ROOT_INO), "a/,big,h/,pfx/,top.bin,x/,");
+		/* a stale listing cannot say a name is absent */
+		cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "missing", &a), TFS_E_IO);
+		cr_assert_eq(fs_open(fs, big, &f, &keep), TFS_OK);
+		read_all_check(f, 0, 3 * CS + 17, 10, 3 * CS + 17);
+		fs_release(fs, f);
+	}
+	fs_stats(fs, &st);
+	cr_assert_gt(st.stale_served, 0);
+	cr_assert(st.store_down);
+
+	/* back: the next answer ends the outage (after the probe interval) */
+	store->fail_rc = 0;
+	usleep(1100 * 1000);
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+	fs_stats(fs, &st);
+	cr_assert_not(st.store_down);
+}
+
+Test(fs, a_404_during_revalidation_is_believed)
+{
+	struct fs_attr a;
+	struct fs_dir *d;
+
+	fs = mount_fs_stale(20, 60000);
+	learn_and_cache();
+	usleep(40 * 1000);
+	store->fail_rc = TFS_E_NOENT;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_NOENT);
+	cr_assert_neq(fs_opendir(fs, FS_ROOT_INO, &d), TFS_OK);
+}
+
+Test(fs, stale_answers_end_at_max_stale_and_never_with_it_0)
+{
+	struct fs_attr a;
+	struct fs_stats st;
+
+	fs = mount_fs_stale(20, 100);
+	learn_and_cache();
+	usleep(40 * 1000);
+	store->fail_rc = TFS_E_CONNECT;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+	usleep(150 * 1000);     /* past the TTL plus --max-stale */
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_CONNECT);
+	fs_free(fs);
+
+	store->fail_rc = 0;
+	fs = mount_fs_stale(20, 0);
+	learn_and_cache();
+	usleep(40 * 1000);
+	store->fail_rc = TFS_E_IO;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_IO);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.stale_served, 0);
 }
 
 Test(fs, changed_object_gives_stale_never_mixed_bytes)
