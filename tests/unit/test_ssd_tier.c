@@ -1057,6 +1057,7 @@ struct racer {
 };
 
 static atomic_bool race_stop;
+static atomic_int race_hits;   /* all racers' hits, for the main thread */
 
 static void *racer_main(void *arg)
 {
@@ -1072,6 +1073,7 @@ static void *racer_main(void *arg)
 
 		if (rc == TFS_OK) {
 			r->hits++;
+			atomic_fetch_add(&race_hits, 1);
 			if (len != want)
 				r->bad++;
 			for (size_t i = 0; i < len && r->bad == 0; i++)
@@ -1103,11 +1105,20 @@ Test(ssd_tier, concurrent_store_read_drop_byte_exact)
 	cfg.queue_max = 16;
 	t = tier_open(&cfg);
 	atomic_store(&race_stop, false);
+	atomic_store(&race_hits, 0);
 	for (int i = 0; i < 8; i++) {
 		rs[i] = (struct racer){ t, (unsigned)i * 7919u + 1, 0, 0, 0, 0 };
 		cr_assert_eq(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
 	}
-	usleep(1000 * 1000);
+	/* A second of racing, and on a loaded machine (where the writer may
+	 * not have stored a chunk within that second) until reads have hit
+	 * stored chunks a few times: the race must include hits to prove
+	 * anything.  Bounded: a tier that never serves a hit fails below. */
+	for (int ms = 0; ms < 60000; ms += 100) {
+		if (ms >= 1000 && atomic_load(&race_hits) >= 20)
+			break;
+		usleep(100 * 1000);
+	}
 	atomic_store(&race_stop, true);
 	for (int i = 0; i < 8; i++) {
 		pthread_join(th[i], NULL);
