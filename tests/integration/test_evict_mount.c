@@ -37,6 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rand.h"
+
 #define MAX_FILES 96
 
 static struct it_env env;
@@ -74,17 +76,6 @@ static void evict_fini(void)
 }
 
 TestSuite(evict, .init = evict_init, .fini = evict_fini, .timeout = 600);
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
 
 /* Upload n files "ds/f-NNN" of the given sizes. */
 static void dataset_put(struct dataset *d, size_t n, const uint64_t *sizes)
@@ -186,7 +177,7 @@ static void run_epochs(const struct dataset *d, enum order ord, int epochs, long
 			order[i] = i;
 		if (ord != ORDER_LISTING)
 			for (size_t i = d->n - 1; i > 0; i--) {
-				size_t j = rng_next(&seed) % (i + 1), t = order[i];
+				size_t j = xorshift64s_next(&seed) % (i + 1), t = order[i];
 				order[i] = order[j];
 				order[j] = t;
 			}
@@ -284,7 +275,7 @@ Test(evict, mixed_sizes_keep_a_resident_set)
 	struct dataset d;
 
 	for (size_t i = 0; i < 64; i++)
-		sizes[i] = 10000 + rng_next(&seed) % (256 * 1024 - 10000);
+		sizes[i] = 10000 + xorshift64s_next(&seed) % (256 * 1024 - 10000);
 	dataset_put(&d, 64, sizes);
 	cr_assert_gt(d.total, 6 * IT_MIB);
 	check_bounds(&d, "64K", "1M", "4M", 4 * IT_MIB, false);

@@ -2,22 +2,12 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "common/rand.h"
 #include "evict/evict.h"
 #include "evict/policy.h"
 
 static const enum evict_kind all_kinds[] = { EVICT_LRU, EVICT_LFU, EVICT_TINYLFU };
 #define N_KINDS (sizeof(all_kinds) / sizeof(all_kinds[0]))
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
 
 struct pins {
 	const uint64_t *keys;
@@ -177,7 +167,7 @@ Test(evict, random_operations_keep_invariants)
 		size_t hits = 0;
 
 		for (int op = 0; op < 100000; op++) {
-			uint64_t r = rng_next(&seed), a = rng_next(&seed) % 400, b = r % 400;
+			uint64_t r = xorshift64s_next(&seed), a = xorshift64s_next(&seed) % 400, b = r % 400;
 			uint64_t key = a < b ? a : b, v;
 
 			switch (r >> 60) {
@@ -220,7 +210,7 @@ Test(evict, deterministic_given_the_trace)
 		uint64_t s1 = 5, s2 = 5, e1, e2;
 
 		for (int op = 0; op < 50000; op++) {
-			uint64_t k1 = rng_next(&s1) % 2000, k2 = rng_next(&s2) % 2000;
+			uint64_t k1 = xorshift64s_next(&s1) % 2000, k2 = xorshift64s_next(&s2) % 2000;
 
 			cr_assert_eq(cache_get(p1, k1, &e1), cache_get(p2, k2, &e2));
 			cr_assert_eq(e1, e2);
@@ -297,7 +287,7 @@ Test(lru, stat_restore_rebuilds_the_order)
 	uint32_t stats[CAP];
 
 	for (int op = 0; op < 2000; op++)
-		cache_get(p1, rng_next(&seed) % 100, NULL);
+		cache_get(p1, xorshift64s_next(&seed) % 100, NULL);
 	cr_assert_eq(evict_policy_size(p1), CAP);
 	/* a start-up walks its index in key order, not recency order */
 	for (size_t i = 0, n = 0; n < CAP; i++) {
@@ -370,7 +360,7 @@ Test(lfu, counters_decay_so_a_formerly_hot_key_goes)
 	cr_assert_gt(evict_policy_stat_get(p, 1) >> 16, 10);
 	/* key 1 is no longer asked for; others are, a few times each */
 	for (op = 0; op < 200000 && evict_policy_contains(p, 1); op++) {
-		if (rng_next(&seed) % 4 == 0)
+		if (xorshift64s_next(&seed) % 4 == 0)
 			k++;
 		cache_get(p, k, NULL);
 		if (op == 100)
@@ -682,7 +672,7 @@ static double weighted_epochs_worst_miss(enum evict_kind kind, size_t n, const u
 		uint64_t missed = 0;
 
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = rng_next(&seed) % (i + 1), tmp = order[i];
+			size_t j = xorshift64s_next(&seed) % (i + 1), tmp = order[i];
 			order[i] = order[j];
 			order[j] = tmp;
 		}
@@ -718,7 +708,7 @@ Test(tinylfu, weighted_epochs_of_mixed_sizes)
 	uint64_t w[400], total = 0, seed = 7;
 
 	for (size_t i = 0; i < 400; i++) {
-		w[i] = 10 + rng_next(&seed) % 4087;
+		w[i] = 10 + xorshift64s_next(&seed) % 4087;
 		total += w[i];
 	}
 	double miss = weighted_epochs_worst_miss(EVICT_TINYLFU, 400, w, total / 4, total / 16, 5);

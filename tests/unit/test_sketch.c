@@ -2,23 +2,13 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "common/rand.h"
 #include "evict/sketch.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
 
 /* A skewed key: low keys are much more frequent. */
 static uint64_t skewed_key(uint64_t *s, uint64_t n)
 {
-	uint64_t a = rng_next(s) % n, b = rng_next(s) % n;
+	uint64_t a = xorshift64s_next(s) % n, b = xorshift64s_next(s) % n;
 
 	return (a < b ? a : b) * 0x100000001b3ull + 7;
 }
@@ -55,7 +45,7 @@ Test(sketch, never_underestimates_before_a_reset)
 
 	cr_assert_eq(sketch_sample_size(s), 10 * cap);
 	for (uint64_t i = 0; i < adds; i++) {
-		uint64_t r = rng_next(&seed) % n_keys, a = rng_next(&seed) % n_keys;
+		uint64_t r = xorshift64s_next(&seed) % n_keys, a = xorshift64s_next(&seed) % n_keys;
 		uint64_t k = r < a ? r : a;
 
 		truth[k]++;
@@ -94,7 +84,7 @@ Test(sketch, reset_every_w_additions_halves_counts_and_clears_doorkeeper)
 	for (int i = 0; i < 40; i++, adds++)
 		sketch_add(s, 1000);
 	while (adds < w - 1) {
-		sketch_add(s, 5000 + rng_next(&seed) % 100000);
+		sketch_add(s, 5000 + xorshift64s_next(&seed) % 100000);
 		adds++;
 	}
 	cr_assert_eq(sketch_reset_count(s), 0);
