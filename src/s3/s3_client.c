@@ -1729,10 +1729,15 @@ out:
 
 void s3_client_parse_headers(const char *buf, size_t len, struct s3_headers_seen *out)
 {
+	struct s3_op op;   /* a GET that asks for a metadata header, as the
+			    * shared tier's do: every branch of header_cb */
 	struct s3_xfer x;
 	size_t pos = 0;
 
+	memset(&op, 0, sizeof(op));
+	op.meta_name = "tierfs-sum";
 	memset(&x, 0, sizeof(x));
+	x.op = &op;
 	while (pos < len && !x.header_over) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
