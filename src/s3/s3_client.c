@@ -1077,6 +1077,10 @@ static int classify_transport(CURL *h, CURLcode cc, const struct s3_xfer *x,
 			return TFS_E_PROTO;
 		if (x->dyn_over)
 			return TFS_E_TOOBIG;
+		if (x->overflow && !x->op->range)
+			/* a whole object longer than the caller's buffer (the
+			 * shared tier's GETs): an answer, of the wrong object */
+			return TFS_E_PROTO;
 		if (x->overflow || x->refused) {
 			/* More than the range asked for, or a 200 with the
 			 * whole object to a ranged GET: a proxy or a server

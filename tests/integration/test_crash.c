@@ -569,7 +569,9 @@ static void cli_ok(const char *const *args)
 
 Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 {
-	const char *extra[] = { "--ram-size", "64M", NULL };   /* room for the writer's queue */
+	/* room for the writer's queue; every read checked (passthrough reads
+	 * are not: their corruption is the background scrub's to find) */
+	const char *extra[] = { "--ram-size", "64M", "--verify-reads", NULL };
 	const char *evict_ram[] = { "evict", "--tier", "ram", "--all", mnt.dir, NULL };
 	unsigned chunks, flipped = 0, flipped2 = 0;
 	struct ix_list l;
@@ -592,7 +594,9 @@ Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 	read_all_ok(objs, NOBJ);
 	cr_expect_eq(stat_of("ssd.checksum_failures"), flipped,
 		     "each damaged chunk is one checksum failure");
-	cr_expect_leq(stat_of("ssd.hits"), chunks - flipped + 0LL);
+	/* the damaged chunks' bytes came from the store (the bytes are
+	 * exact), the others' from the SSD (hits count reads, not chunks) */
+	cr_expect_gt(stat_of("ssd.hits"), 0, "nothing read from the SSD: the test proves nothing");
 	ssd_settle();
 	check_accounting("after offline damage");
 
@@ -638,7 +642,9 @@ static void raw_put(const struct chunk_id *id, const void *value, size_t len)
 
 Test(crash, corrupt_index_records_are_misses_or_dropped_never_wrong_bytes)
 {
-	const char *extra[] = { "--ram-size", "64M", NULL };   /* room for the writer's queue */
+	/* room for the writer's queue; every read checked (passthrough reads
+	 * are not: their corruption is the background scrub's to find) */
+	const char *extra[] = { "--ram-size", "64M", "--verify-reads", NULL };
 	struct cache_index_rec *rec = malloc(sizeof(*rec));
 	unsigned chunks, sums_bad = 0, len_bad = 0;
 	struct cache_index *ix;
@@ -886,7 +892,10 @@ static unsigned count_lines(const char *path)
  * the cache is whole (nothing leaked, the accounting right). */
 static void failing_disk(const char *ops, unsigned every, const char *err)
 {
-	const char *extra[] = { "--ram-size", "8M", NULL };
+	/* the daemon's own reads of the disk: under passthrough the kernel
+	 * reads the cache's files and its errors are the reader's (see
+	 * docs/caching.md, passthrough) */
+	const char *extra[] = { "--ram-size", "8M", "--passthrough", "off", NULL };
 	struct iofault_env f;
 	char logpath[PATH_MAX], s[8192];
 	unsigned injected;
