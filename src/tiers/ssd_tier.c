@@ -461,6 +461,17 @@ static void ahead_clear(struct ssd_tier *t, struct ssd_entry *e, bool gone)
 	e->ahead_epoch = 0;
 }
 
+/* A reader came for e (lock held): its hit counted, its access time
+ * moved, and no longer "fetched ahead". */
+static void entry_read(struct ssd_tier *t, struct ssd_entry *e)
+{
+	if (e->hits < UINT32_MAX)
+		e->hits++;
+	ahead_clear(t, e, false);
+	e->last_access = clock_wall_coarse_s();
+	e->touched = true;
+}
+
 /* Is e out of eviction's reach (pinned, or its object held)? */
 static bool entry_kept(const struct ssd_entry *e)
 {
@@ -2020,11 +2031,7 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	memcpy(sums, e->sums + first, 4 * (last - first + 1));
 	/* Counted as an access now: a read that then fails drops the entry,
 	 * so the stats of a failed read do not outlive it. */
-	if (e->hits < UINT32_MAX)
-		e->hits++;
-	ahead_clear(t, e, false);   /* its reader came */
-	e->last_access = clock_wall_coarse_s();
-	e->touched = true;
+	entry_read(t, e);
 	pthread_mutex_unlock(&t->lock);
 
 	*span_off = first * SSD_BLOCK;
@@ -2133,11 +2140,7 @@ int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_
 			id_hash(&id, &hi, &lo);
 			e = table_find(t, &id, hi, lo);
 			evict_policy_access(t->policy, lo);
-			if (e->hits < UINT32_MAX)
-				e->hits++;
-			ahead_clear(t, e, false);
-			e->last_access = clock_wall_coarse_s();
-			e->touched = true;
+			entry_read(t, e);
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
