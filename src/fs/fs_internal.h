@@ -224,8 +224,9 @@ bool stale_ok(struct tfs_fs *fs, int rc, uint64_t at_us);
  * stale_ok would serve, so that a job reading cached data does not pay
  * a round of retries per lookup. */
 bool stale_without_asking(struct tfs_fs *fs, uint64_t at_us);
-/* The store answered a metadata request: ends an outage (logged). */
-void store_answered(struct tfs_fs *fs);
+/* A metadata request to the store ended with rc: if that is an answer
+ * (anything but a transient failure), an outage is over (logged). */
+void store_answered(struct tfs_fs *fs, int rc);
 void version_put(struct fs_version *v);
 struct fs_version *version_get(struct fs_version *v);
 /* The chunk identity of version m (see struct fs_version). */

@@ -58,8 +58,7 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 	if (rc == TFS_OK)
 		listing_save(fs, key, l, wall);
 	pthread_mutex_lock(&fs->lock);
-	if (rc == TFS_OK)
-		store_answered(fs);
+	store_answered(fs, rc);
 	n = node_by_ino(fs, ino);
 	if (n) {
 		n->relisting = false;
@@ -274,8 +273,7 @@ int fs_lookup(struct tfs_fs *fs, uint64_t parent_ino, const char *name, struct f
 
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, parent_ino);
-	if (rc == TFS_OK || rc == TFS_E_NOENT)
-		store_answered(fs);
+	store_answered(fs, rc);
 	if (rc != TFS_OK) {
 		if (parent)
 			(void)lookup_stale(fs, parent, name, true, &rc, out);
@@ -333,8 +331,7 @@ int file_refresh(struct tfs_fs *fs, uint64_t ino, struct fs_attr *attr,
 	atomic_fetch_add(&fs->heads, 1);
 	free(key);
 	pthread_mutex_lock(&fs->lock);
-	if (rc == TFS_OK || rc == TFS_E_NOENT)
-		store_answered(fs);
+	store_answered(fs, rc);
 	n = node_by_ino(fs, ino);
 	if (!n) {
 		pthread_mutex_unlock(&fs->lock);
@@ -457,14 +454,13 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	if (!l) {
 		uint64_t wall = clock_wall_us();
 		rc = listing_fetch(fs, d->key, &l);
+		store_answered(fs, rc);
 		if (rc != TFS_OK) {
 			l = opendir_stale(fs, ino, d->key, &rc);
 			if (!l)
 				goto fail;
-		} else {
-			store_answered(fs);
+		} else
 			listing_save(fs, d->key, l, wall);
-		}
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_by_ino(fs, ino);

@@ -34,7 +34,8 @@ bool meta_fresh(const struct tfs_fs *fs, uint64_t at_us)
  *
  * The outage is a flag with the time it started and the last failure:
  * the first stale answer sets it and logs a warning, the next metadata
- * request the store answers clears it and logs how long it lasted. */
+ * request the store answers at all (a 403 too) clears it and logs how
+ * long it lasted. */
 
 static bool store_transient(int rc)
 {
@@ -82,9 +83,17 @@ bool stale_without_asking(struct tfs_fs *fs, uint64_t at_us)
 	return true;
 }
 
-void store_answered(struct tfs_fs *fs)
+/* What the store says, when it says anything (a 404, a 403, a bad
+ * signature, a body we cannot parse), proves it is reachable again. */
+static bool store_replied(int rc)
 {
-	if (!atomic_load(&fs->store_down) || !atomic_exchange(&fs->store_down, false))
+	return rc == TFS_OK || (rc != TFS_E_NOMEM && rc != TFS_E_INTR && !store_transient(rc));
+}
+
+void store_answered(struct tfs_fs *fs, int rc)
+{
+	if (!store_replied(rc) || !atomic_load(&fs->store_down) ||
+	    !atomic_exchange(&fs->store_down, false))
 		return;
 	log_warn("object store answering again after %.1f s; %llu answers were served stale",
 		 (double)(clock_mono_us() - atomic_load(&fs->down_since_us)) / 1e6,

@@ -310,6 +310,28 @@ Test(fs, store_unreachable_past_the_ttl_serves_what_was_known)
 	cr_assert_not(st.store_down);
 }
 
+/* A store that comes back refusing (403) has answered: the outage is
+ * over, and the refusal is believed, not served around. */
+Test(fs, an_outage_ends_with_any_answer_a_403_too)
+{
+	struct fs_attr a;
+	struct fs_stats st;
+
+	fs = mount_fs_stale(20, 60000);
+	learn_and_cache();
+	usleep(40 * 1000);      /* past the TTL */
+	store->fail_rc = TFS_E_CONNECT;
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
+	fs_stats(fs, &st);
+	cr_assert(st.store_down);
+
+	store->fail_rc = TFS_E_ACCESS;
+	usleep(1100 * 1000);    /* past the probe interval */
+	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_ACCESS);
+	fs_stats(fs, &st);
+	cr_assert_not(st.store_down);
+}
+
 Test(fs, a_404_during_revalidation_is_believed)
 {
 	struct fs_attr a;
