@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -30,6 +29,7 @@
 #include "s3/cred_http.h"
 #include "s3/cred_util.h"
 #include "s3/s3_creds.h"
+#include "s3/s3_xml.h"
 
 #define IMDS_DEFAULT "http://169.254.169.254"
 #define ECS_DEFAULT_HOST "http://169.254.170.2"
@@ -95,15 +95,9 @@ int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct t
 	int rc = TFS_E_PROTO;
 
 	*out = NULL;
-	if (!xml || len == 0 || len > CRED_HTTP_BODY_MAX || len > INT_MAX ||
-	    memmem(xml, len, "<!DOCTYPE", 9)) {
-		tfs_errinfo_set(ei, "STS: reply is not an STS document");
-		return TFS_E_PROTO;
-	}
-	doc = xmlReadMemory(xml, (int)len, "sts.xml", NULL,
-			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	doc = s3_xml_read(xml, len, CRED_HTTP_BODY_MAX, "sts.xml");
 	if (!doc || !(root = xmlDocGetRootElement(doc))) {
-		tfs_errinfo_set(ei, "STS: reply is not XML");
+		tfs_errinfo_set(ei, "STS: reply is not an STS document");
 		goto out;
 	}
 	if (strcmp((const char *)root->name, "ErrorResponse") == 0) {

@@ -54,22 +54,26 @@ static void xml_quiet(void *ctx, const char *msg, ...)
 	(void)msg;
 }
 
-/* Parse len bytes; NULL if malformed or if it carries a DTD. */
-static xmlDoc *parse_doc(const char *xml, size_t len)
+xmlDoc *s3_xml_read(const char *xml, size_t len, size_t max, const char *name)
 {
 	xmlDoc *doc;
 
-	if (!xml || len == 0 || len > S3_XML_MAX || len > INT_MAX || has_doctype(xml, len))
+	if (!xml || len == 0 || len > max || len > INT_MAX || has_doctype(xml, len))
 		return NULL;
 	pthread_once(&s3_xml_once, s3_xml_init_once);
 	xmlSetGenericErrorFunc(NULL, xml_quiet);
-	doc = xmlReadMemory(xml, (int)len, "s3-reply.xml", NULL,
+	doc = xmlReadMemory(xml, (int)len, name, NULL,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (doc && (doc->intSubset || doc->extSubset || !xmlDocGetRootElement(doc))) {
 		xmlFreeDoc(doc);
 		doc = NULL;
 	}
 	return doc;
+}
+
+static xmlDoc *parse_doc(const char *xml, size_t len)
+{
+	return s3_xml_read(xml, len, S3_XML_MAX, "s3-reply.xml");
 }
 
 static bool is_elem(const xmlNode *n, const char *name)

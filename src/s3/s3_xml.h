@@ -9,6 +9,12 @@
 
 #include "s3/objstore.h"
 
+/* Parse untrusted XML of at most max bytes (named name in libxml2's
+ * messages, which go nowhere): NULL if it is empty, too long, malformed,
+ * carries a DTD or has no root element.  Never loads anything.  The
+ * caller frees the document with xmlFreeDoc(). */
+struct _xmlDoc *s3_xml_read(const char *xml, size_t len, size_t max, const char *name);
+
 /* Parse a ListObjectsV2Result.  url_encoded: the request used
  * encoding-type=url, so Key/Prefix values are percent-decoded (a decoded
  * key may contain any byte, NUL included; key_len tells its length and

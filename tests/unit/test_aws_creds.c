@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "s3/aws_creds.h"
@@ -75,6 +76,36 @@ Test(aws_creds, sts_errors_and_garbage)
 		cr_assert_null(c);
 		cr_assert(ei.message[0], "case %zu has a message", i);
 	}
+}
+
+/* A hostile STS reply must not reach the daemon's stderr through
+ * libxml2's own error printing (its generic handler ignores
+ * XML_PARSE_NOERROR for some errors, e.g. bytes invalid in the declared encoding). */
+Test(aws_creds, sts_garbage_writes_nothing_to_stderr)
+{
+	static const char *const bad[] = {
+		"<?xml version=\"1.0\" encoding=\"EUC-JP\"?><R>\xff\xff\xff</R>",
+		"<?xml version=\"1.0\" encoding=\"ISO-2022-JP\"?><R>\x1b$B\xff\xff</R>",
+	};
+	char path[] = "/tmp/tierfs-sts-stderr-XXXXXX";
+	struct cred *c = NULL;
+	struct tfs_errinfo ei;
+	int fd = mkstemp(path), saved = dup(2);
+	struct stat st;
+
+	cr_assert(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(aws_creds_parse_sts(bad[i], strlen(bad[i]), &c, &ei), TFS_E_PROTO,
+			     "case %zu", i);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	cr_assert_eq(fstat(fd, &st), 0);
+	close(fd);
+	unlink(path);
+	cr_assert_eq(st.st_size, 0, "libxml2 wrote %lld bytes to stderr", (long long)st.st_size);
 }
 
 Test(aws_creds, imds_container_and_process_json)
