@@ -90,7 +90,7 @@ static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uin
  * in listing order, read the next files' first bytes ahead (as listed:
  * size and ETag from the listing, no HEAD), up to read_ahead_files files
  * and read_ahead bytes beyond this one.  fs->lock held. */
-static void ra_dir_open(struct tfs_fs *fs, uint64_t ino)
+static void ra_dir_open(struct tfs_fs *fs, uint64_t ino, bool once)
 {
 	uint64_t cs = fs->cfg.chunk_size, max = fs->cfg.read_ahead, bytes = 0;
 	struct fs_node *n = node_by_ino(fs, ino), *d;
@@ -103,7 +103,12 @@ static void ra_dir_open(struct tfs_fs *fs, uint64_t ino)
 	if (!(e = listing_find(l, n->name)) || e->is_dir)
 		return;
 	idx = (size_t)(e - l->ents);
-	if (!ra_dir_on_open(&d->ra, idx, &from))
+	/* a job reading the files once each (a plan, or a scan the opens
+	 * revealed) has fetchers that fetch only what the cache has room
+	 * for; a few opens in listing order within its shuffle are chance,
+	 * and files read ahead for them were not read next (a tenth of an
+	 * epoch's fetches, evicted unread, with files of one chunk) */
+	if (!ra_dir_on_open(&d->ra, idx, once ? RA_DIR_STREAK_ONCE : RA_DIR_STREAK, &from))
 		return;
 	for (i = idx + 1; i < l->n && i <= idx + fs->cfg.read_ahead_files && bytes < max; i++) {
 		const struct dir_entry *x = &l->ents[i];
@@ -153,13 +158,13 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 	ra_file_init(&f->ra);
 	atomic_fetch_add(&fs->open_files, 1);
 	fs_handle_add(fs, &fs->files, &f->link);
-	if (fs->pool) {
-		pthread_mutex_lock(&fs->lock);
-		ra_dir_open(fs, ino);
-		pthread_mutex_unlock(&fs->lock);
-	}
 	if (fs->n_scan_threads && !plan_open(fs, f->key, &f->once))
 		f->once = scan_open(fs, ino);
+	if (fs->pool) {
+		pthread_mutex_lock(&fs->lock);
+		ra_dir_open(fs, ino, f->once);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	*out = f;
 	return TFS_OK;
 }

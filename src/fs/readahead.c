@@ -67,7 +67,7 @@ void ra_dir_init(struct ra_dir *d)
 	*d = (struct ra_dir){ 0 };
 }
 
-bool ra_dir_on_open(struct ra_dir *d, size_t idx, size_t *from)
+bool ra_dir_on_open(struct ra_dir *d, size_t idx, unsigned streak, size_t *from)
 {
 	*from = 0;
 	if (d->started && idx <= d->last && idx + RA_DIR_SLACK >= d->last)
@@ -83,7 +83,7 @@ bool ra_dir_on_open(struct ra_dir *d, size_t idx, size_t *from)
 	d->last = idx;
 	if (d->next < idx + 1)
 		d->next = idx + 1;
-	if (d->streak < RA_DIR_STREAK)
+	if (d->streak < streak)
 		return false;
 	*from = d->next;
 	return true;

@@ -33,6 +33,10 @@
 #define RA_FILE_STREAK 2      /* reads extending a stream before reading ahead */
 #define RA_DIR_SLACK 8        /* entries an in-order open may skip */
 #define RA_DIR_STREAK 2       /* in-order opens before reading files ahead */
+/* the same while the directory is consumed once an epoch in any order (a
+ * scan or a plan, whose fetchers fetch ahead): opens that happen to fall
+ * in listing order within a shuffle are no stream */
+#define RA_DIR_STREAK_ONCE 8
 
 struct ra_file {
 	bool started;         /* a read was seen */
@@ -66,9 +70,10 @@ void ra_file_unissue(struct ra_file *r, uint64_t chunk);
 void ra_dir_init(struct ra_dir *d);
 
 /* The open of listing entry idx.  Returns true when the entries from
- * *from on may be read ahead; the caller issues some and reports where it
+ * *from on may be read ahead, after streak in-order opens (RA_DIR_STREAK,
+ * or RA_DIR_STREAK_ONCE); the caller issues some and reports where it
  * stopped with ra_dir_issued(). */
-bool ra_dir_on_open(struct ra_dir *d, size_t idx, size_t *from);
+bool ra_dir_on_open(struct ra_dir *d, size_t idx, unsigned streak, size_t *from);
 void ra_dir_issued(struct ra_dir *d, size_t next);
 
 #endif

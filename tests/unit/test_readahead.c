@@ -2,6 +2,7 @@
  * ahead, how far, and when they stop. */
 #include <criterion/criterion.h>
 
+#include "common/rand.h"
 #include "fs/readahead.h"
 
 #define CS 100u
@@ -137,16 +138,16 @@ Test(readahead, directory_in_order_opens_read_ahead)
 	size_t from;
 
 	ra_dir_init(&d);
-	cr_expect_not(ra_dir_on_open(&d, 0, &from));
-	cr_expect_not(ra_dir_on_open(&d, 1, &from), "one in-order open is not a pattern");
-	cr_expect(ra_dir_on_open(&d, 2, &from));
+	cr_expect_not(ra_dir_on_open(&d, 0, RA_DIR_STREAK, &from));
+	cr_expect_not(ra_dir_on_open(&d, 1, RA_DIR_STREAK, &from), "one in-order open is not a pattern");
+	cr_expect(ra_dir_on_open(&d, 2, RA_DIR_STREAK, &from));
 	cr_expect_eq(from, 3);
 	ra_dir_issued(&d, 10);
-	cr_expect(ra_dir_on_open(&d, 3, &from));
+	cr_expect(ra_dir_on_open(&d, 3, RA_DIR_STREAK, &from));
 	cr_expect_eq(from, 10, "what was issued is not issued again");
-	cr_expect_not(ra_dir_on_open(&d, 3, &from), "the same file again");
-	cr_expect_not(ra_dir_on_open(&d, 1, &from), "another worker a little behind");
-	cr_expect(ra_dir_on_open(&d, 5, &from), "a skip within the slack");
+	cr_expect_not(ra_dir_on_open(&d, 3, RA_DIR_STREAK, &from), "the same file again");
+	cr_expect_not(ra_dir_on_open(&d, 1, RA_DIR_STREAK, &from), "another worker a little behind");
+	cr_expect(ra_dir_on_open(&d, 5, RA_DIR_STREAK, &from), "a skip within the slack");
 }
 
 Test(readahead, directory_random_opens_never_read_ahead)
@@ -159,9 +160,41 @@ Test(readahead, directory_random_opens_never_read_ahead)
 	ra_dir_init(&d);
 	for (int i = 0; i < 1000; i++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		hits += ra_dir_on_open(&d, (size_t)((x >> 33) % 100000), &from);
+		hits += ra_dir_on_open(&d, (size_t)((x >> 33) % 100000), RA_DIR_STREAK, &from);
 	}
 	cr_expect_leq(hits, 2, "%d read-aheads from random opens", hits);
+}
+
+/* A directory read once an epoch: a new shuffle of 96 files each epoch
+ * reads nothing ahead by listing order, 100 epochs long; listing order
+ * does, from its ninth open on. */
+Test(readahead, directory_shuffled_once_reads_nothing_ahead_listing_order_does)
+{
+	size_t order[96], from;
+	uint64_t seed = 7;
+	struct ra_dir d;
+	int hits = 0;
+
+	ra_dir_init(&d);
+	for (int e = 0; e < 100; e++) {
+		for (size_t i = 0; i < 96; i++)
+			order[i] = i;
+		for (size_t i = 95; i > 0; i--) {
+			size_t j = xorshift64s_next(&seed) % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (size_t i = 0; i < 96; i++)
+			hits += ra_dir_on_open(&d, order[i], RA_DIR_STREAK_ONCE, &from);
+	}
+	cr_expect_leq(hits, 1, "%d read-aheads in 9,600 shuffled opens", hits);
+
+	ra_dir_init(&d);
+	for (size_t i = 0; i < 8; i++)
+		cr_expect_not(ra_dir_on_open(&d, i, RA_DIR_STREAK_ONCE, &from), "open %zu", i);
+	cr_expect(ra_dir_on_open(&d, 8, RA_DIR_STREAK_ONCE, &from));
+	cr_expect_eq(from, 9);
 }
 
 Test(readahead, short_burst_mid_file_reads_nothing_ahead)
