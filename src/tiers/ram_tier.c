@@ -46,7 +46,7 @@
  * only when the slot's `used` bit was clear, and replaying clears it, so
  * the eight 1 MiB reads of one 8 MiB chunk count once, and a sequential
  * epoch gives every chunk the same count however it is sliced.  The
- * policy's window is kept at least RAM_STREAMS chunks wide: a chunk a
+ * policy's window is kept at least EVICT_RAM_STREAMS chunks wide: a chunk a
  * stream is still reading stays in it.  If the policy yields no victim
  * (everything it examined pinned, or it lost track of a slot whose hash
  * collided with another's), a sweep takes any READY unreferenced slot;
@@ -78,14 +78,12 @@
 
 #include "common/tfs_err.h"
 #include "evict/evict.h"
+#include "evict/shape.h"
 
 #define RAM_STRIPES 64
 #define REF_ORPHAN (1u << 31)     /* failed fill: the last put frees the slot */
 #define RING_LEN 32               /* accesses a stripe buffers between replays */
-#define RAM_STREAMS 8             /* chunks read at once that the window keeps */
 #define VICTIM_TRIES 8            /* policy victims tried per miss */
-#define SLOT_GRAIN (64u << 10)    /* capacity per slot: a slot per 64 KiB at most */
-#define BUF_ALIGN 4096u           /* buffer sizes are multiples (O_DIRECT reads) */
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY };
 
@@ -180,15 +178,10 @@ static void *chunk_buf_alloc(size_t size)
 }
 
 /* The buffer a chunk of expect_len bytes is filled in: expect_len rounded
- * up to BUF_ALIGN, or a whole chunk when the length is not known (0). */
+ * up to EVICT_RAM_BUF_ALIGN, or a whole chunk when the length is not known (0). */
 static size_t buf_size(const struct ram_tier *t, size_t expect_len)
 {
-	size_t n;
-
-	if (expect_len == 0 || expect_len >= t->chunk_size)
-		return t->chunk_size;
-	n = (expect_len + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
-	return n < t->chunk_size ? n : t->chunk_size;
+	return (size_t)evict_ram_buf(expect_len, t->chunk_size);
 }
 
 /* Drop slot s's buffer (a FREE slot nobody references). */
@@ -244,7 +237,7 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum e
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
-	n = (size_t)(capacity_bytes / (chunk_size < SLOT_GRAIN ? chunk_size : SLOT_GRAIN));
+	n = evict_ram_slots(capacity_bytes, chunk_size);
 	t->chunk_size = chunk_size;
 	t->capacity = capacity_bytes;
 	t->n_slots = n;
@@ -255,7 +248,7 @@ struct ram_tier *ram_tier_new(uint64_t capacity_bytes, size_t chunk_size, enum e
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
 	t->policy = evict_policy_new(policy, n);
 	if (t->policy)
-		evict_policy_set_min_window(t->policy, RAM_STREAMS);
+		evict_policy_set_min_window(t->policy, EVICT_RAM_STREAMS);
 	if (!t->slots || !t->buckets || !t->policy) {
 		evict_policy_free(t->policy);
 		free(t->slots);
@@ -592,7 +585,7 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  * instead.  A read-ahead miss is not an access: the read that consumes
  * the chunk is, so a chunk read once counts once whoever fetched it.
  *
- * The bound is on buffer bytes, not slots (there is a slot per SLOT_GRAIN
+ * The bound is on buffer bytes, not slots (there is a slot per EVICT_RAM_SLOT_GRAIN
  * of capacity): an image of 100 KB takes about 100 KB, not a chunk. */
 static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, bool epoch,
 				    size_t size)

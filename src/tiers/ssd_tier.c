@@ -50,6 +50,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tfs_err.h"
+#include "evict/shape.h"
 #include "tiers/cache_index.h"
 
 /* On-disk format of this code: stored in the index; a cache of another
@@ -60,9 +61,6 @@
 #define META_MAX (64u << 20)       /* the contract's bound on a blob */
 #define DROP_QUEUE_MAX 64          /* drop-version jobs waiting (then skipped) */
 #define EVICT_PASS_MAX 1024        /* victims one write may evict before giving up */
-#define POLICY_KEYS_MIN 16         /* the eviction policy's smallest key capacity */
-#define POLICY_KEYS_MAX (4u << 20)  /* and its largest */
-#define POLICY_KEY_GRAIN (64u << 10) /* a key per this many bytes of the bound */
 #define BACKOFF_MS 1000            /* stores refused this long after a write error */
 #define BATCH_MAX 4096             /* index operations per RocksDB batch */
 #define WRITE_BATCH_JOBS 16        /* chunks written before one sync and commit */
@@ -185,7 +183,7 @@ struct ssd_tier {
 /* Bytes a chunk of len bytes takes on disk: whole 4 KiB blocks. */
 static uint64_t bytes_of(uint64_t len)
 {
-	return (len + 4095) & ~(uint64_t)4095;
+	return evict_ssd_bytes(len);
 }
 
 static uint32_t blocks_of(uint64_t len)
@@ -442,7 +440,7 @@ static void table_grow(struct ssd_tier *t)
 /* The policy weighs an entry by its 4 KiB blocks on disk, and the tier
  * by the blocks its bound holds: W-TinyLFU's window and protected
  * segments are shares of the bytes, whatever the chunk sizes. */
-#define POLICY_WEIGHT_UNIT 4096u
+#define POLICY_WEIGHT_UNIT EVICT_SSD_WEIGHT_UNIT
 
 static void policy_insert(struct ssd_tier *t, const struct ssd_entry *e)
 {
@@ -1669,10 +1667,10 @@ static void reconcile_punch(struct ssd_tier *t, struct reconcile *r, const struc
 }
 
 /* Build the eviction policy over the loaded entries, restoring each one's
- * statistics.  Its key capacity is the number of POLICY_KEY_GRAIN chunks
+ * statistics.  Its key capacity is the number of EVICT_SSD_KEY_GRAIN chunks
  * (or full chunks, when smaller) the byte bound holds (the whole
  * filesystem's worth when only min_free_pct bounds the tier), at most
- * POLICY_KEYS_MAX, and never less than what is loaded.  Counted in full
+ * EVICT_SSD_KEYS_MAX, and never less than what is loaded.  Counted in full
  * chunks, a dataset of 100 KB images would fill 1/80 of the bytes with
  * 8 MiB chunks: the byte bound, not the key count, must be what binds.
  * A key costs the policy about 85 bytes (TinyLFU): 4M keys, 340 MiB, for
@@ -1684,12 +1682,7 @@ static int policy_load(struct ssd_tier *t)
 
 	if (!bytes && fstatvfs(t->dir_fd, &sv) == 0)
 		bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
-	keys = bytes / bytes_of(t->chunk_size < POLICY_KEY_GRAIN ? t->chunk_size
-							      : POLICY_KEY_GRAIN);
-	if (keys > POLICY_KEYS_MAX)
-		keys = POLICY_KEYS_MAX;
-	if (keys < POLICY_KEYS_MIN)
-		keys = POLICY_KEYS_MIN;
+	keys = evict_ssd_keys(bytes, t->chunk_size);
 	if (keys < t->entries)
 		keys = t->entries;
 	t->policy = evict_policy_new(t->policy_kind, (size_t)keys);
