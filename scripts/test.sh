@@ -129,6 +129,7 @@ run_bin() {
 	local b=$1 name=$2 exe=$1/tests/$2 log=$LOG_DIR/$1-$2.log rc line tested passing
 	export TIERFS_BIN=$ROOT/$b/tierfs
 	export TIERFS_PROXY_BIN=$ROOT/$b/tests/tierfs-faultproxy
+	export TIERFS_SIM_BIN=$ROOT/$b/tierfs-sim
 	export TIERFS_S3UTIL_BIN=$ROOT/$b/tests/tierfs-s3util
 	export TIERFS_TEST_TMP=$TEST_TMP
 	timeout -k 10 1200 "$exe" --jobs 1 --verbose=0 >"$log" 2>&1

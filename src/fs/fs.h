@@ -160,6 +160,9 @@ struct fs_backing;
  * TFS_MISS when not all on SSD (or no SSD tier, or the version was
  * superseded); TFS_E_NOMEM. */
 int fs_backing_get(struct tfs_fs *fs, struct fs_file *f, int *fd, struct fs_backing **out);
+/* Another open shares the file b holds: the kernel reads it again, an
+ * access of every chunk. */
+void fs_backing_reopened(struct tfs_fs *fs, const struct fs_backing *b);
 /* Drop the hold (NULL: no-op). */
 void fs_backing_put(struct tfs_fs *fs, struct fs_backing *b);
 /* Is f open at the version b holds? */

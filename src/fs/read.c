@@ -292,6 +292,13 @@ int fs_backing_get(struct tfs_fs *fs, struct fs_file *f, int *fd, struct fs_back
 	return TFS_OK;
 }
 
+void fs_backing_reopened(struct tfs_fs *fs, const struct fs_backing *b)
+{
+	struct chunk_obj o = backing_obj(b);
+
+	chunk_cache_backing_reopened(fs->cache, &o);
+}
+
 void fs_backing_put(struct tfs_fs *fs, struct fs_backing *b)
 {
 	struct chunk_obj o;

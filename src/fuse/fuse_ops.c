@@ -331,6 +331,7 @@ static int pt_open(struct fuse_ctx_data *c, fuse_req_t req, uint64_t ino, struct
 		}
 		e->pt_opens++;
 		backing_share(fi, e->backing_id);
+		fs_backing_reopened(c->fs, e->hold);
 		*passed = true;
 	} else if (e->own_opens == 0 && atomic_load(&c->pt_on) &&
 		   fs_backing_get(c->fs, f, &fd, &hold) == TFS_OK) {

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/size.h"
 #include "common/tfs_err.h"
 #include "evict/evict.h"
 #include "sim/opt.h"
@@ -82,6 +83,10 @@ struct options {
 	size_t n_sizes;
 	enum evict_kind policies[EVICT_KIND_COUNT];
 	size_t n_policies;
+	/* --ram-size given: the daemon's two tiers instead of the table */
+	struct sim_tiers_config tiers;
+	bool have_tiers, have_tier_opt;
+	uint64_t warm_from;             /* --warm-from N, or UINT64_MAX */
 };
 
 /* The hits at one cache size: one row of the table, one x of the plot. */
@@ -102,6 +107,10 @@ static void usage(FILE *out)
 		"usage: tierfs-sim [--trace FILE | --gen KIND [--items N] [--epochs E]\n"
 		"                  [--alpha A] [--length L] [--seed S]]\n"
 		"                  [--sizes LIST] [--policies LIST] [--plot FILE.png]\n"
+		"                  [--warm-from N]\n"
+		"       tierfs-sim (--trace FILE | --gen ...) --ram-size SIZE [--ssd-size SIZE]\n"
+		"                  [--chunk-size SIZE] [--ram-policy P] [--ssd-policy P]\n"
+		"                  [--warm-from N]\n"
 		"\n"
 		"Replays an access trace against eviction policies at several cache sizes\n"
 		"and prints each policy's hit ratio next to Belady's OPT (with bypass: the\n"
@@ -136,6 +145,19 @@ static void usage(FILE *out)
 		"                   ratio %% against cache size (C/N), one line per policy,\n"
 		"                   OPT and, for epoch traces, the C/N bound; the title is\n"
 		"                   the trace.  Needs gnuplot in PATH (Debian: gnuplot-nox)\n"
+		"  --warm-from N    count hits from access N on (0-based) instead\n"
+		"\n"
+		"With --ram-size, the trace is replayed against a mount's two tiers\n"
+		"instead, the way the daemon drives them (a RAM hit, an SSD hit or a\n"
+		"fetch that goes into RAM and is offered to the SSD tier), and one row is\n"
+		"printed: the accesses, where they hit, and the byte hit ratio, 1 - bytes\n"
+		"fetched / bytes read, which is what `tierfs stats` shows for the mount.\n"
+		"A trace of `tierfs trace start` has each chunk's length and the bytes\n"
+		"read; other traces count every access as a whole chunk.\n"
+		"  --ram-size SIZE  the mount's --ram-size (e.g. 256M)\n"
+		"  --ssd-size SIZE  the mount's --ssd-size (none: no SSD tier)\n"
+		"  --chunk-size SIZE  the mount's --chunk-size (default 8M)\n"
+		"  --ram-policy P, --ssd-policy P  lru, lfu or tinylfu (default tinylfu)\n"
 		"  --help           this text\n"
 		"\n"
 		"Exit status: 0 ok, 1 the trace could not be read, memory ran out or the\n"
@@ -256,6 +278,12 @@ static int parse_args(struct options *o, int argc, char **argv)
 		{ "sizes", required_argument, NULL, 'z' },
 		{ "policies", required_argument, NULL, 'p' },
 		{ "plot", required_argument, NULL, 'P' },
+		{ "ram-size", required_argument, NULL, 'R' },
+		{ "ssd-size", required_argument, NULL, 'S' },
+		{ "chunk-size", required_argument, NULL, 'C' },
+		{ "ram-policy", required_argument, NULL, 'r' },
+		{ "ssd-policy", required_argument, NULL, 'd' },
+		{ "warm-from", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -268,6 +296,9 @@ static int parse_args(struct options *o, int argc, char **argv)
 	o->epochs = 5;
 	o->alpha = 1.0;
 	o->seed = 1;
+	o->warm_from = UINT64_MAX;
+	o->tiers = (struct sim_tiers_config){ .ram_kind = EVICT_TINYLFU, .ssd_kind = EVICT_TINYLFU,
+					      .chunk_size = 8u << 20 };
 	if ((rc = parse_sizes(o, DEFAULT_SIZES)) || (rc = parse_policies(o, "all")))
 		return rc;
 	opterr = 0;
@@ -333,6 +364,37 @@ static int parse_args(struct options *o, int argc, char **argv)
 				return bad("%s", "--plot: empty file name");
 			o->plot_path = optarg;
 			break;
+		case 'R':
+		case 'S':
+		case 'C': {
+			uint64_t *to = c == 'R' ? &o->tiers.ram_bytes :
+				       c == 'S' ? &o->tiers.ssd_bytes : &o->tiers.chunk_size;
+
+			if (size_parse(optarg, &v) != 0 || v == 0)
+				return bad("--%s: '%s' is not a size (e.g. 256M)",
+					   c == 'R' ? "ram-size" : c == 'S' ? "ssd-size" : "chunk-size",
+					   optarg);
+			*to = v;
+			o->have_tiers |= c == 'R';
+			o->have_tier_opt = true;
+			break;
+		}
+		case 'r':
+		case 'd': {
+			int k = evict_kind_parse(optarg);
+
+			if (k < 0)
+				return bad("--%s: unknown policy '%s' (lru, lfu, tinylfu)",
+					   c == 'r' ? "ram-policy" : "ssd-policy", optarg);
+			*(c == 'r' ? &o->tiers.ram_kind : &o->tiers.ssd_kind) = (enum evict_kind)k;
+			o->have_tier_opt = true;
+			break;
+		}
+		case 'w':
+			if (!parse_count(optarg, 0, TRACE_MAX_ACCESSES, &v))
+				return bad("--warm-from: '%s' is not a count in 0 .. 100000000", optarg);
+			o->warm_from = v;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -353,6 +415,18 @@ static int parse_args(struct options *o, int argc, char **argv)
 	if (o->have_length && o->gen != GEN_ZIPF && o->gen != GEN_SHIFTING_HOTSET)
 		return bad("--length applies to zipf and shifting-hotset only, not %s",
 			   gen_names[o->gen]);
+	if (o->have_tier_opt && !o->have_tiers)
+		return bad("%s", "--ssd-size, --chunk-size, --ram-policy and --ssd-policy go with "
+			   "--ram-size");
+	if (o->have_tiers && (o->plot_path || o->have_sizes))
+		return bad("%s", "--sizes and --plot are for the policy table, not --ram-size");
+	if (o->have_tiers && (o->tiers.chunk_size & (o->tiers.chunk_size - 1)))
+		return bad("--chunk-size: %llu is not a power of two",
+			   (unsigned long long)o->tiers.chunk_size);
+	if (o->have_tiers && o->tiers.ram_bytes < o->tiers.chunk_size)
+		return bad("%s", "--ram-size must hold at least one chunk");
+	if (o->have_tiers && o->tiers.ssd_bytes && o->tiers.ssd_bytes < o->tiers.chunk_size + 4096)
+		return bad("%s", "--ssd-size must hold at least one chunk plus 4K");
 	if (!o->have_length)
 		o->length = o->items > TRACE_MAX_ACCESSES / 10 ? TRACE_MAX_ACCESSES : 10 * o->items;
 	if (o->plot_path && !o->have_sizes && (rc = parse_sizes(o, PLOT_SIZES)))
@@ -401,6 +475,37 @@ static int make_trace(const struct options *o, struct trace *t)
 			rc == TFS_E_INVAL ? "the trace would be empty or longer than 10^8 accesses"
 					  : tfs_strerror(rc));
 	return rc;
+}
+
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* --ram-size: one replay against the daemon's tiers, one row. */
+static int run_tiers(const struct options *o, const struct trace *t)
+{
+	const char *label = o->gen == GEN_NONE ? t->name : gen_names[o->gen];
+	struct sim_tiers_result res;
+	int rc = sim_replay_tiers(t, &o->tiers, &res);
+
+	if (rc != TFS_OK) {
+		fprintf(stderr, "tierfs-sim: the tiers' replay: %s\n", tfs_strerror(rc));
+		return rc;
+	}
+	printf("trace %s: %zu accesses, %zu distinct chunks%s; counted from access %zu\n\n",
+	       label, t->n, t->n_distinct, t->sized ? ", sized" : "", t->warm_from);
+	printf("| RAM | SSD | accesses | RAM hits | SSD hits | misses | read MiB | fetched MiB | "
+	       "byte hit %% | SSD rejects |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	printf("| %.0f MiB %s | ", mib(o->tiers.ram_bytes), evict_kind_name(o->tiers.ram_kind));
+	if (o->tiers.ssd_bytes)
+		printf("%.0f MiB %s |", mib(o->tiers.ssd_bytes), evict_kind_name(o->tiers.ssd_kind));
+	else
+		printf("none |");
+	printf(" %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.1f | %.1f | %.2f | %" PRIu64
+	       " |\n", res.accesses, res.ram_hits, res.ssd_hits, res.misses, mib(res.read_bytes),
+	       mib(res.fetched_bytes), 100.0 * sim_tiers_hit_ratio(&res), res.ssd_rejects);
+	return TFS_OK;
 }
 
 static void print_ratio_to_opt(uint64_t hits, uint64_t opt)
@@ -731,6 +836,13 @@ int main(int argc, char **argv)
 	rc = make_trace(&o, &t);
 	if (rc != TFS_OK)
 		return 1;
+	if (o.warm_from != UINT64_MAX)
+		t.warm_from = o.warm_from < t.n ? (size_t)o.warm_from : t.n;
+	if (o.have_tiers) {
+		rc = run_tiers(&o, &t);
+		trace_release(&t);
+		return rc == TFS_OK ? 0 : 1;
+	}
 	rc = run(&o, &t, &r);
 	if (rc == TFS_OK && o.plot_path)
 		plot_rc = plot_write(&o, &t, &r);

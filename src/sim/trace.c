@@ -70,7 +70,21 @@ void trace_release(struct trace *t)
 {
 	free(t->keys);
 	free(t->ids);
+	free(t->chunk_bytes);
+	free(t->read_bytes);
 	trace_init(t);
+}
+
+/* Grow one array of t to cap elements of size each. */
+static int grow(void *arrp, size_t cap, size_t size)
+{
+	void **arr = arrp;
+	void *p = realloc(*arr, cap * size);
+
+	if (!p)
+		return TFS_E_NOMEM;
+	*arr = p;
+	return TFS_OK;
 }
 
 static int trace_reserve(struct trace *t, size_t want)
@@ -91,16 +105,32 @@ static int trace_reserve(struct trace *t, size_t want)
 	if (!k)
 		return TFS_E_NOMEM;
 	t->keys = k;
+	if (t->sized && (grow(&t->chunk_bytes, cap, sizeof(uint32_t)) != TFS_OK ||
+			 grow(&t->read_bytes, cap, sizeof(uint32_t)) != TFS_OK))
+		return TFS_E_NOMEM;   /* cap unchanged: the next push grows again */
 	t->cap = cap;
 	return TFS_OK;
 }
 
 int trace_push(struct trace *t, uint64_t key)
 {
-	int rc = trace_reserve(t, t->n + 1);
+	int rc = t->sized ? TFS_E_INVAL : trace_reserve(t, t->n + 1);
 
 	if (rc != TFS_OK)
 		return rc;
+	t->keys[t->n++] = key;
+	return TFS_OK;
+}
+
+int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes)
+{
+	int rc = !t->sized || chunk_bytes == 0 || read_bytes > chunk_bytes
+			 ? TFS_E_INVAL : trace_reserve(t, t->n + 1);
+
+	if (rc != TFS_OK)
+		return rc;
+	t->chunk_bytes[t->n] = chunk_bytes;
+	t->read_bytes[t->n] = read_bytes;
 	t->keys[t->n++] = key;
 	return TFS_OK;
 }
@@ -242,25 +272,53 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
-/* One line, trimmed of its newline, into *key.  false if malformed, with
- * why in *what; *skip for blank and comment lines. */
-static bool parse_line(char *line, size_t len, uint64_t *key, bool *skip, const char **what)
+/* The next blank-separated field of [*s, e) as a decimal number of at
+ * most 32 bits; *s moves past it and the blanks after it. */
+static bool take_u32(char **s, char *e, uint32_t *out)
+{
+	char *f = *s;
+	uint64_t v;
+
+	while (*s < e && !is_blank(**s))
+		(*s)++;
+	if (!parse_u64(f, *s, &v) || v > UINT32_MAX || (f[0] == '0' && *s - f > 1))
+		return false;   /* no 0x here: a byte count is decimal */
+	while (*s < e && is_blank(**s))
+		(*s)++;
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* One line, trimmed of its newline, into *key (and, sized, *chunk and
+ * *read).  false if malformed, with why in *what; *skip for blank and
+ * comment lines, *header for TRACE_HEADER_2. */
+static bool parse_line(char *line, size_t len, bool sized, uint64_t *key, uint32_t *chunk,
+		       uint32_t *read, bool *skip, bool *header, const char **what)
 {
 	char *s = line, *e = line + len;
 	char *idx;
 
-	*skip = false;
+	*skip = *header = false;
 	while (s < e && is_blank(*s))
 		s++;
 	while (e > s && is_blank(e[-1]))
 		e--;
 	if (s == e || *s == '#') {
 		*skip = true;
+		*header = (size_t)(e - s) >= strlen(TRACE_HEADER_2) &&
+			  memcmp(s, TRACE_HEADER_2, strlen(TRACE_HEADER_2)) == 0;
 		return true;
 	}
 	if (memchr(s, '\0', (size_t)(e - s))) {
 		*what = "a NUL byte";
 		return false;
+	}
+	if (sized) {
+		*what = "a sized trace's line starts with CHUNK_BYTES READ_BYTES (decimal, "
+			"READ_BYTES <= CHUNK_BYTES, 0 < CHUNK_BYTES < 2^32)";
+		if (!take_u32(&s, e, chunk) || !take_u32(&s, e, read) || *chunk == 0 ||
+		    *read > *chunk || s == e)
+			return false;
 	}
 	for (idx = e; idx > s && !is_blank(idx[-1]); idx--)
 		;
@@ -293,7 +351,8 @@ int trace_read_stream(struct trace *t, FILE *in, struct tfs_errinfo *ei)
 		size_t len = strlen(line);
 		const char *what = "malformed";
 		uint64_t key;
-		bool skip;
+		uint32_t chunk = 0, read = 0;
+		bool skip, header;
 
 		lineno++;
 		if (len > 0 && line[len - 1] != '\n' && !feof(in)) {
@@ -301,14 +360,16 @@ int trace_read_stream(struct trace *t, FILE *in, struct tfs_errinfo *ei)
 			rc = TFS_E_INVAL;
 			goto fail;
 		}
-		if (!parse_line(line, len, &key, &skip, &what)) {
+		if (!parse_line(line, len, t->sized, &key, &chunk, &read, &skip, &header, &what)) {
 			tfs_errinfo_set(ei, "line %zu: %s", lineno, what);
 			rc = TFS_E_INVAL;
 			goto fail;
 		}
+		if (header && t->n == 0)
+			t->sized = true;
 		if (skip)
 			continue;
-		rc = trace_push(t, key);
+		rc = t->sized ? trace_push_sized(t, key, chunk, read) : trace_push(t, key);
 		if (rc == TFS_E_TOOBIG)
 			tfs_errinfo_set(ei, "line %zu: more than %zu accesses", lineno,
 					TRACE_MAX_ACCESSES);

@@ -22,6 +22,7 @@
 #ifndef TIERFS_SIM_TRACE_H
 #define TIERFS_SIM_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,12 @@
 
 struct trace {
 	uint64_t *keys;         /* n keys, owned */
+	/* A sized trace (the daemon's, see trace_read_stream) also has per
+	 * access the chunk's length, what a miss fetches and the cache
+	 * keeps, and the bytes the access read of it; both NULL otherwise
+	 * (every access one unit). */
+	uint32_t *chunk_bytes, *read_bytes;
+	bool sized;             /* set on the empty trace before the first push */
 	uint32_t *ids;          /* n dense ids, owned; valid after finish */
 	size_t n, cap;
 	size_t n_distinct;      /* valid after finish */
@@ -50,8 +57,13 @@ void trace_init(struct trace *t);
 /* Frees the arrays; t is empty afterwards and may be reused. */
 void trace_release(struct trace *t);
 
-/* Append one access.  TFS_E_TOOBIG past TRACE_MAX_ACCESSES, TFS_E_NOMEM. */
+/* Append one access.  TFS_E_TOOBIG past TRACE_MAX_ACCESSES, TFS_E_NOMEM;
+ * TFS_E_INVAL on a sized trace. */
 int trace_push(struct trace *t, uint64_t key);
+/* Append one access of a sized trace: read_bytes (at most chunk_bytes)
+ * of a chunk chunk_bytes (> 0) long.  TFS_E_INVAL on a trace not sized
+ * or bad lengths; else as trace_push(). */
+int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes);
 
 /* Compute ids and n_distinct after the last push; sets warm_from to n / 5
  * unless epoch_len > 0 (then warm_from = epoch_len).  TFS_E_NOMEM. */
@@ -61,12 +73,19 @@ int trace_finish(struct trace *t);
  * the key bytes seeded with the index.  Stable across runs and machines. */
 uint64_t trace_chunk_key(const char *obj, size_t obj_len, uint64_t chunk_index);
 
+/* The first line of a sized trace, as the daemon writes it (`tierfs
+ * trace start`); the rest of that line is a comment. */
+#define TRACE_HEADER_2 "# tierfs trace 2"
+
 /* Read a trace from a text stream, one access per line:
  *     12345            a decimal id
  *     0x3039           a hexadecimal id
  *     OBJECT_KEY IDX   an object key and chunk index -> trace_chunk_key();
  *                      the index is the last blank-separated field, so the
  *                      object key may contain blanks
+ * After a TRACE_HEADER_2 line, before any access, the trace is sized and
+ * each access line starts with two more decimal fields:
+ *     CHUNK_BYTES READ_BYTES ACCESS   (ACCESS one of the three above)
  * Blank lines and lines starting with '#' (after blanks) are skipped.
  * t must be empty (just initialised); it is finished on success and
  * released on failure.  TFS_E_INVAL on a malformed line, with "line N: ..."

@@ -22,6 +22,8 @@
 
 #define TRACE_BUF (1u << 20)
 #define TRACE_LINE_MAX 4096      /* the simulator's TRACE_MAX_LINE */
+/* the simulator's TRACE_HEADER_2 starts the line */
+#define ACCESS_TRACE_HEADER "# tierfs trace 2: CHUNK_BYTES READ_BYTES OBJECT_KEY CHUNK_INDEX\n"
 
 struct access_trace {
 	pthread_mutex_t lock;
@@ -57,6 +59,8 @@ int access_trace_start(const char *path, struct access_trace **out, char *err, s
 		return TFS_E_NOMEM;
 	}
 	setvbuf(t->f, NULL, _IOFBF, TRACE_BUF);
+	/* buffered: a failure shows at the first flush, like any record's */
+	fputs(ACCESS_TRACE_HEADER, t->f);
 	pthread_mutex_init(&t->lock, NULL);
 	*out = t;
 	return TFS_OK;
@@ -65,7 +69,7 @@ int access_trace_start(const char *path, struct access_trace **out, char *err, s
 /* Can key be written as is and read back as the same key? */
 static bool key_plain(const char *key, size_t len)
 {
-	if (len == 0 || len + 24 > TRACE_LINE_MAX || key[0] == '#' || key[0] == ' ' ||
+	if (len == 0 || len + 64 > TRACE_LINE_MAX || key[0] == '#' || key[0] == ' ' ||
 	    key[len - 1] == ' ')
 		return false;
 	for (size_t i = 0; i < len; i++)
@@ -74,7 +78,8 @@ static bool key_plain(const char *key, size_t len)
 	return true;
 }
 
-void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk_index)
+void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk_index,
+			 uint64_t chunk_bytes, uint64_t read_bytes)
 {
 	size_t len = strlen(key);
 	int n;
@@ -85,9 +90,11 @@ void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk
 		goto out;
 	}
 	if (key_plain(key, len))
-		n = fprintf(t->f, "%s %" PRIu64 "\n", key, chunk_index);
+		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " %s %" PRIu64 "\n", chunk_bytes,
+			    read_bytes, key, chunk_index);
 	else
-		n = fprintf(t->f, "0x%016" PRIx64 "\n", XXH3_64bits_withSeed(key, len, chunk_index));
+		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " 0x%016" PRIx64 "\n", chunk_bytes,
+			    read_bytes, XXH3_64bits_withSeed(key, len, chunk_index));
 	if (n < 0) {
 		t->failed = true;
 		t->dropped++;

@@ -1,7 +1,10 @@
 /* access_trace.h - record readers' chunk accesses for the simulator.
  *
- * One line per access, `OBJECT_KEY CHUNK_INDEX`, the format tierfs-sim
- * --trace reads (src/sim/trace.h).  A key the reader could not take back
+ * One line per access, `CHUNK_BYTES READ_BYTES OBJECT_KEY CHUNK_INDEX`
+ * after a first line `# tierfs trace 2 ...`: the format tierfs-sim --trace
+ * reads (src/sim/trace.h).  CHUNK_BYTES is the chunk's length (what a
+ * miss fetches and the cache keeps), READ_BYTES what the reader took of
+ * it in this access.  A key the reader could not take back
  * as written (control characters, blanks at either end, a leading '#',
  * too long for a trace line) is written as its policy key instead,
  * `0x` + 16 hex digits of XXH3_64(key, seed = index): what the reader
@@ -22,8 +25,10 @@ struct access_trace;
  * with a message in err. */
 int access_trace_start(const char *path, struct access_trace **out, char *err, size_t errlen);
 
-/* Record one access. */
-void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk_index);
+/* Record one access: read_bytes of chunk chunk_index (chunk_bytes long)
+ * of object key. */
+void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk_index,
+			 uint64_t chunk_bytes, uint64_t read_bytes);
 
 /* Accesses written so far / lost to a write error. */
 uint64_t access_trace_records(struct access_trace *t);

@@ -144,10 +144,12 @@ static int shared_or_store(struct chunk_cache *cc, const struct chunk_obj *o,
 
 /* Fill ref, the RAM tier's miss on chunk id of o (want bytes): from the
  * SSD tier when it holds a verified copy of that length, else from the
- * shared tier or the store (*from_store).  *len: the bytes filled. */
+ * shared tier or the store (*from_store).  *len: the bytes filled.
+ * reader: a reader's miss, not a fetch ahead (an access of the SSD
+ * tier's policy even when the tier misses too). */
 static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
-		      const struct chunk_id *id, size_t want, struct chunk_ref *ref, size_t *len,
-		      bool *from_store, struct shared_ticket *t)
+		      const struct chunk_id *id, size_t want, bool reader, struct chunk_ref *ref,
+		      size_t *len, bool *from_store, struct shared_ticket *t)
 {
 	void *buf = chunk_ref_buf(ref);
 	int rc;
@@ -158,6 +160,8 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 			return TFS_OK;
 		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
 			 "fetched again", (unsigned long long)id->index, id->key, *len, want);
+	} else if (cc->ssd && reader) {
+		ssd_tier_missed(cc->ssd, id);
 	}
 	rc = shared_or_store(cc, o, id, want, buf, from_store, t);
 	*len = rc == TFS_OK ? want : 0;
@@ -193,8 +197,10 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t);
 }
 
-/* Record a reader's access in the trace being recorded, if any. */
-static void trace_access(struct chunk_cache *cc, const struct chunk_id *id)
+/* Record a reader's access (read_len bytes of chunk id, chunk_len long)
+ * in the trace being recorded, if any. */
+static void trace_access(struct chunk_cache *cc, const struct chunk_id *id, size_t chunk_len,
+			 size_t read_len)
 {
 	struct access_trace *t;
 
@@ -203,7 +209,7 @@ static void trace_access(struct chunk_cache *cc, const struct chunk_id *id)
 	atomic_fetch_add(&cc->trace_users, 1);
 	t = atomic_load(&cc->trace);
 	if (t)
-		access_trace_record(t, id->key, id->index);
+		access_trace_record(t, id->key, id->index, chunk_len, read_len);
 	atomic_fetch_sub(&cc->trace_users, 1);
 }
 
@@ -240,7 +246,7 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		return TFS_E_STALE;
 	}
 	if (rc == TFS_MISS) {
-		rc = chain_fill(cc, o, &id, want, ref, &len, &from_store, &t);
+		rc = chain_fill(cc, o, &id, want, mode == RAM_READ, ref, &len, &from_store, &t);
 		rc = ram_tier_fill_done(cc->ram, ref, rc, len);
 		if (rc == TFS_OK && (from_store || t.hit))
 			write_behind(cc, &id, ref, wb, &t);
@@ -255,9 +261,10 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 		    struct chunk_ref **out)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };
+	size_t want = chunk_cache_chunk_len(cc, o->size, index);
 	bool fetched;
 
-	trace_access(cc, &id);
+	trace_access(cc, &id, want, want);
 	return chain_get(cc, o, index, RAM_READ, WB_READER, out, &fetched);
 }
 
@@ -275,7 +282,7 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	*ref = NULL;
 	*span = NULL;
 	*data = NULL;
-	trace_access(cc, &id);
+	trace_access(cc, &id, want, len);
 	if (cc->ssd && off + len <= want) {
 		/* RAM first (a hit takes no SSD lock); absent, the SSD's
 		 * blocks, when it holds the chunk */
@@ -349,12 +356,37 @@ int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, 
 	return rc;
 }
 
+/* The kernel reads o from the SSD tier's file now: in the trace, as in
+ * the SSD tier's policy, an access of every chunk. */
+static void trace_object(struct chunk_cache *cc, const struct chunk_obj *o)
+{
+	for (uint64_t i = 0; i < chunk_cache_chunks(cc, o->size); i++) {
+		struct chunk_id id = { o->key, o->cache_id, i };
+		size_t len = chunk_cache_chunk_len(cc, o->size, i);
+
+		trace_access(cc, &id, len, len);
+	}
+}
+
 int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, int *fd)
 {
+	int rc;
+
 	*fd = -1;
 	if (!cc->ssd)
 		return TFS_MISS;
-	return ssd_tier_object_open(cc->ssd, o->key, o->cache_id, o->size, fd);
+	rc = ssd_tier_object_open(cc->ssd, o->key, o->cache_id, o->size, fd);
+	if (rc == TFS_OK)
+		trace_object(cc, o);
+	return rc;
+}
+
+void chunk_cache_backing_reopened(struct chunk_cache *cc, const struct chunk_obj *o)
+{
+	if (!cc->ssd)
+		return;
+	ssd_tier_object_reopened(cc->ssd, o->key, o->cache_id, o->size);
+	trace_object(cc, o);
 }
 
 void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o)

@@ -100,6 +100,9 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
  * is evicted or punched out until chunk_cache_backing_release(o).
  * TFS_MISS otherwise (no SSD tier, a chunk missing, the tier degraded). */
 int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, int *fd);
+/* Another open of o while it is held (the kernel shares the file it
+ * has): counted as the first was, an access of every chunk. */
+void chunk_cache_backing_reopened(struct chunk_cache *cc, const struct chunk_obj *o);
 void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o);
 
 /* Bring chunk index of o into the RAM tier ahead of its reader (from SSD,

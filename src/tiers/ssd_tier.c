@@ -2076,6 +2076,19 @@ static size_t readable_len(struct ssd_tier *t, const struct chunk_id *id)
 	return len;
 }
 
+void ssd_tier_missed(struct ssd_tier *t, const struct chunk_id *id)
+{
+	uint64_t hi, lo;
+
+	if (!id_fits(id))
+		return;
+	id_hash(id, &hi, &lo);
+	pthread_mutex_lock(&t->lock);
+	if (t->policy)
+		evict_policy_access(t->policy, lo);
+	pthread_mutex_unlock(&t->lock);
+}
+
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
 		  size_t *len)
 {
@@ -2094,6 +2107,27 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 }
 
 /* ---- files the kernel reads by itself ---- */
+
+/* The kernel reads the n chunks of an object's file without us (lock
+ * held, the object held): an open is the one access the policy sees, and
+ * a loader opens a file to read it whole.  Counted for every chunk, as
+ * reads would be, so that a file read through passthrough is not taken
+ * for cold and one fetched ahead is no longer "ahead" once its reader
+ * came. */
+static void object_read(struct ssd_tier *t, const char *key, const char *cache_id, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_id id = { key, cache_id, i };
+		struct ssd_entry *e;
+		uint64_t hi, lo;
+
+		id_hash(&id, &hi, &lo);
+		e = table_find(t, &id, hi, lo);
+		evict_policy_access(t->policy, lo);
+		if (e)
+			entry_read(t, e);
+	}
+}
 
 int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_id,
 			 uint64_t size, int *fd)
@@ -2120,21 +2154,7 @@ int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_
 	}
 	if (o && whole) {
 		o->holds++;   /* before the open: an eviction now would punch under it */
-		/* The kernel reads this file without us: the open is the one
-		 * access the policy sees, and a loader opens a file to read it
-		 * whole.  Counted for every chunk, as reads would be, so that a
-		 * file read through passthrough is not taken for cold and one
-		 * fetched ahead is no longer "ahead" once its reader came. */
-		for (uint64_t i = 0; i < n; i++) {
-			struct chunk_id id = { key, cache_id, i };
-			struct ssd_entry *e;
-			uint64_t hi, lo;
-
-			id_hash(&id, &hi, &lo);
-			e = table_find(t, &id, hi, lo);
-			evict_policy_access(t->policy, lo);
-			entry_read(t, e);
-		}
+		object_read(t, key, cache_id, n);
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (!o || !whole)
@@ -2145,6 +2165,14 @@ int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_
 		return TFS_MISS;
 	}
 	return TFS_OK;
+}
+
+void ssd_tier_object_reopened(struct ssd_tier *t, const char *key, const char *cache_id,
+			      uint64_t size)
+{
+	pthread_mutex_lock(&t->lock);
+	object_read(t, key, cache_id, (size + t->chunk_size - 1) / t->chunk_size);
+	pthread_mutex_unlock(&t->lock);
 }
 
 void ssd_tier_object_release(struct ssd_tier *t, const char *key, const char *cache_id)

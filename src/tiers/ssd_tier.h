@@ -104,6 +104,14 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 /* The most bytes ssd_tier_read_range() puts in buf for len bytes. */
 size_t ssd_tier_span_max(size_t len);
 
+/* A reader asked for chunk id and this tier did not have it: an access
+ * all the same.  W-TinyLFU admits a chunk asked for more often than its
+ * victim, which it can tell only if it counted the asks that missed;
+ * without them a chunk not admitted at its first fetch never was, and a
+ * hot set that moved never got in.  Not for a fetch ahead: the read that
+ * consumes the chunk is the access, so a chunk read once counts once. */
+void ssd_tier_missed(struct ssd_tier *t, const struct chunk_id *id);
+
 /* The file of one object version wholly on SSD, for the kernel to read
  * itself: when every chunk of the object (size bytes, key and cache_id)
  * is stored, *fd is the file opened read-only and the object is held:
@@ -113,6 +121,10 @@ size_t ssd_tier_span_max(size_t len);
  * with it (the hold is separate). */
 int ssd_tier_object_open(struct ssd_tier *t, const char *key, const char *cache_id,
 			 uint64_t size, int *fd);
+/* Another open of an object held by ssd_tier_object_open(), which shares
+ * its file: an access of every chunk, as the first open was. */
+void ssd_tier_object_reopened(struct ssd_tier *t, const char *key, const char *cache_id,
+			      uint64_t size);
 void ssd_tier_object_release(struct ssd_tier *t, const char *key, const char *cache_id);
 
 /* Read back up to max_bytes of stored chunks, oldest checked first, from

@@ -270,6 +270,7 @@ bool it_env_load(struct it_env *env)
 		env->region = "us-east-1";
 	env->tierfs_bin = getenv("TIERFS_BIN");
 	env->proxy_bin = getenv("TIERFS_PROXY_BIN");
+	env->sim_bin = getenv("TIERFS_SIM_BIN");
 	/* A mount that finds no credentials would ask the cloud metadata
 	 * services (link-local addresses no test may reach): off for every
 	 * process the tests start, unless a test points them at its own
@@ -431,6 +432,12 @@ int it_run_tierfs(const struct it_env *env, const char *const *args,
 		  const char *const *env_set, double timeout_s, struct it_run *r)
 {
 	return run_cmd(env, env->tierfs_bin, args, env_set, timeout_s, r);
+}
+
+int it_run_sim(const struct it_env *env, const char *const *args, double timeout_s,
+	       struct it_run *r)
+{
+	return run_cmd(env, env->sim_bin, args, NULL, timeout_s, r);
 }
 
 void it_run_release(struct it_run *r)

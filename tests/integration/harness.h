@@ -32,6 +32,7 @@ struct it_env {
 	const char *region;        /* AWS_DEFAULT_REGION or "us-east-1" */
 	const char *tierfs_bin;    /* TIERFS_BIN */
 	const char *proxy_bin;     /* TIERFS_PROXY_BIN */
+	const char *sim_bin;       /* TIERFS_SIM_BIN */
 	char tmp[PATH_MAX];        /* TIERFS_TEST_TMP (created) or /tmp/tierfs-it */
 };
 
@@ -189,6 +190,9 @@ struct it_run {
 int it_run_tierfs(const struct it_env *env, const char *const *args,
 		  const char *const *env_set, double timeout_s, struct it_run *r);
 void it_run_release(struct it_run *r);
+/* The same with TIERFS_SIM_BIN (tierfs-sim) and no extra environment. */
+int it_run_sim(const struct it_env *env, const char *const *args, double timeout_s,
+	       struct it_run *r);
 
 /* A foreground (-f) tierfs mount. */
 struct it_mount {

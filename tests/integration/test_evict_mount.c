@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@
 
 #include "common/rand.h"
 
-#define MAX_FILES 96
+#define MAX_FILES 512
 
 static struct it_env env;
 static struct it_bucket bucket;
@@ -94,15 +95,22 @@ static void dataset_put(struct dataset *d, size_t n, const uint64_t *sizes)
 	cr_assert_eq(it_put_many(&bucket, objs, n, 4), 0, "upload the dataset");
 }
 
-static void mount_sized(const char *chunk, const char *ram, const char *ssd)
+/* Mount with these sizes and the cache in cache_dir; extra: one more
+ * option, or NULL. */
+static void mount_with(const char *chunk, const char *ram, const char *ssd, const char *extra)
 {
 	const char *opts[] = { "--chunk-size", chunk, "--ram-size", ram, "--ssd-size", ssd,
-			       "--cache-dir", cache_dir, "--parallel-gets", "1", NULL };
+			       "--cache-dir", cache_dir, "--parallel-gets", "1", extra, NULL };
 	char src[128];
 
 	it_fmt(src, sizeof(src), "s3://%s", bucket.name);
 	if (it_mount(&env, src, proxy.url, opts, &mnt) != 0)
 		cr_assert_fail("mount failed (status %d): %s", mnt.status, it_mount_log(&mnt));
+}
+
+static void mount_sized(const char *chunk, const char *ram, const char *ssd)
+{
+	mount_with(chunk, ram, ssd, NULL);
 }
 
 /* Read file i whole; it must be exactly the upload. */
@@ -323,4 +331,206 @@ Test(evict, small_files_fill_each_tier)
 	dataset_put(&d, 96, sizes);
 	mount_sized("1M", "2M", "6M");
 	check_fill(&d, 2 * IT_MIB, 6 * IT_MIB);
+}
+
+/* ---- the simulator predicts the daemon ----------------------------------
+ * A run's own trace (`tierfs trace start`), replayed by tierfs-sim with
+ * the mount's sizes and policies, gives the byte hit ratio the daemon
+ * had: 1 - the store's bytes / the bytes read, over the same accesses,
+ * within 2 points.  The trace of the warm-up and the trace of the
+ * measured part are two files; the simulator replays both and counts from
+ * the first access of the second. */
+
+#define SIM_RAM "1M"
+#define SIM_SSD "16M"
+#define SIM_CHUNK "64K"
+
+static void trace_cli(const char *verb, const char *file)
+{
+	const char *start[] = { "trace", "start", file, mnt.dir, NULL };
+	const char *stop[] = { "trace", "stop", mnt.dir, NULL };
+	struct it_run r;
+
+	cr_assert_eq(it_run_tierfs(&env, strcmp(verb, "start") == 0 ? start : stop, NULL, 60, &r),
+		     0);
+	cr_assert_eq(r.status, 0, "tierfs trace %s: %s", verb, r.out);
+	it_run_release(&r);
+}
+
+/* The accesses a trace file holds (its lines but comments). */
+static size_t trace_accesses(const char *path)
+{
+	size_t len, n = 0;
+	char *text = it_read_file(path, &len);
+
+	cr_assert_not_null(text, "no trace %s", path);
+	for (char *line = text; line < text + len;) {
+		char *nl = memchr(line, '\n', (size_t)(text + len - line));
+
+		n += line[0] != '#' && line[0] != '\n';
+		line = nl ? nl + 1 : text + len;
+	}
+	free(text);
+	return n;
+}
+
+struct sim_row {
+	double read_mib, hit_pct;
+};
+
+/* Replay warm then measured (trace files) in tierfs-sim at the mount's
+ * sizes, counting from the first access of measured. */
+static struct sim_row sim_predict(const char *warm, const char *measured)
+{
+	char all[PATH_MAX], from[32], cmd[3 * PATH_MAX];
+	const char *args[] = { "--trace", all, "--ram-size", SIM_RAM, "--ssd-size", SIM_SSD,
+			       "--chunk-size", SIM_CHUNK, "--warm-from", from, NULL };
+	struct sim_row row = { -1, -1 };
+	struct it_run r;
+	char *p;
+
+	cr_assert_not_null(env.sim_bin, "TIERFS_SIM_BIN not set");
+	it_fmt(all, sizeof(all), "%s.all", measured);
+	it_fmt(cmd, sizeof(cmd), "cat '%s' '%s' > '%s'", warm, measured, all);
+	cr_assert_eq(system(cmd), 0);
+	it_fmt(from, sizeof(from), "%zu", trace_accesses(warm));
+	cr_assert_eq(it_run_sim(&env, args, 120, &r), 0);
+	cr_assert_eq(r.status, 0, "tierfs-sim: %s", r.out);
+	/* the row: | RAM | SSD | accesses | RAM hits | SSD hits | misses |
+	 * read MiB | fetched MiB | byte hit % | SSD rejects | */
+	p = strstr(r.out, "\n| 1 MiB");
+	cr_assert_not_null(p, "no row in: %s", r.out);
+	for (int field = 0; field < 7 && p; field++)
+		p = strchr(p + 1, '|');
+	cr_assert_not_null(p, "short row in: %s", r.out);
+	cr_assert_eq(sscanf(p, "| %lf | %*f | %lf |", &row.read_mib, &row.hit_pct), 2,
+		     "row: %s", r.out);
+	cr_log_info("tierfs-sim: %s", r.out);
+	it_run_release(&r);
+	return row;
+}
+
+/* Compare: the trace saw every byte read, and the hit ratios agree. */
+static void check_prediction(const char *what, uint64_t read, long long fetched,
+			     struct sim_row sim)
+{
+	double daemon_pct = 100.0 * (1.0 - (double)fetched / (double)read);
+
+	cr_log_info("%s: daemon %.2f%% (%lld of %llu bytes fetched), simulator %.2f%%", what,
+		    daemon_pct, fetched, (unsigned long long)read, sim.hit_pct);
+	cr_expect_lt(fabs(sim.read_mib - (double)read / IT_MIB), 0.1,
+		     "%s: the trace holds %.2f MiB of reads, the test read %.2f", what,
+		     sim.read_mib, (double)read / IT_MIB);
+	cr_expect_leq(fabs(daemon_pct - sim.hit_pct), 2.0,
+		      "%s: the daemon hit %.2f%% of bytes, the simulator predicts %.2f%%", what,
+		      daemon_pct, sim.hit_pct);
+}
+
+static void mount_for_sim(char *warm, char *measured, size_t n)
+{
+	char cmd[PATH_MAX + 16], dir[PATH_MAX];
+
+	it_fmt(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+	cr_assert_eq(system(cmd), 0);
+	/* every read reaches the daemon, and so the trace: no page cache
+	 * (which a drop may not empty whole), or the kernel reading the
+	 * cache's file, which is an access of the whole file at its open */
+	mount_with(SIM_CHUNK, SIM_RAM, SIM_SSD, "--direct-io");
+	cr_assert_eq(it_mkdtemp(&env, "trace", dir, sizeof(dir)), 0);
+	it_fmt(warm, n, "%s/warm.trace", dir);
+	it_fmt(measured, n, "%s/measured.trace", dir);
+}
+
+/* 512 files of one chunk (64 KiB): enough that the sketch's collisions,
+ * which differ with the keys, average out. */
+static void one_chunk_dataset(struct dataset *d)
+{
+	uint64_t sizes[MAX_FILES];
+
+	for (size_t i = 0; i < MAX_FILES; i++)
+		sizes[i] = 64 * 1024;
+	dataset_put(d, MAX_FILES, sizes);
+}
+
+/* Shuffled epochs over a dataset of twice the SSD tier (the RAM tier a
+ * sixteenth of it): one warm-up epoch, three measured. */
+Test(evict, simulator_predicts_the_daemon_on_shuffled_epochs)
+{
+	char warm[PATH_MAX], measured[PATH_MAX], dir[PATH_MAX];
+	size_t order[MAX_FILES];
+	uint64_t seed = 0x51e9;
+	long long before = 0;
+	struct dataset d;
+
+	one_chunk_dataset(&d);
+	mount_for_sim(warm, measured, sizeof(warm));
+	trace_cli("start", warm);
+	for (int e = 0; e < 4; e++) {
+		DIR *dp;
+
+		for (size_t i = 0; i < d.n; i++)
+			order[i] = i;
+		for (size_t i = d.n - 1; i > 0; i--) {
+			size_t j = xorshift64s_next(&seed) % (i + 1), t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		settle();
+		if (e == 1) {
+			trace_cli("stop", NULL);
+			trace_cli("start", measured);
+			before = it_daemon_stat(&mnt, "store.bytes");
+		}
+		it_drop_caches();
+		it_fmt(dir, sizeof(dir), "%s/ds", mnt.dir);
+		cr_assert_not_null(dp = opendir(dir));
+		while (readdir(dp))
+			;
+		closedir(dp);
+		for (size_t k = 0; k < d.n; k++)
+			read_file(&d, order[k]);
+	}
+	settle();
+	long long fetched = it_daemon_stat(&mnt, "store.bytes") - before;
+	trace_cli("stop", NULL);
+	it_unmount_ok(&env, &mnt);
+	check_prediction("shuffled epochs", 3 * d.total, fetched, sim_predict(warm, measured));
+}
+
+/* Zipf (s = 0.9) over the same dataset: reads of files drawn at random,
+ * the first fifth a warm-up. */
+Test(evict, simulator_predicts_the_daemon_on_zipf)
+{
+	char warm[PATH_MAX], measured[PATH_MAX];
+	double cdf[MAX_FILES], sum = 0;
+	uint64_t seed = 0x21bf, read = 0;
+	long long before = 0;
+	struct dataset d;
+	const int draws = 2500;
+
+	one_chunk_dataset(&d);
+	for (size_t i = 0; i < d.n; i++)
+		cdf[i] = sum += pow((double)(i + 1), -0.9);
+	mount_for_sim(warm, measured, sizeof(warm));
+	trace_cli("start", warm);
+	for (int k = 0; k < draws; k++) {
+		double u = (double)(xorshift64s_next(&seed) >> 11) * 0x1.0p-53 * sum;
+		size_t i = 0;
+
+		while (i + 1 < d.n && cdf[i] < u)
+			i++;
+		if (k == draws / 5) {
+			settle();
+			trace_cli("stop", NULL);
+			trace_cli("start", measured);
+			before = it_daemon_stat(&mnt, "store.bytes");
+		}
+		read_file(&d, i);
+		read += k >= draws / 5 ? d.sizes[i] : 0;
+	}
+	settle();
+	long long fetched = it_daemon_stat(&mnt, "store.bytes") - before;
+	trace_cli("stop", NULL);
+	it_unmount_ok(&env, &mnt);
+	check_prediction("zipf", read, fetched, sim_predict(warm, measured));
 }

@@ -46,7 +46,7 @@ Test(access_trace, records_replay_to_the_same_policy_keys)
 	snprintf(path, sizeof(path), "%s/t.txt", dir);
 	cr_assert_eq(access_trace_start(path, &t, err, sizeof(err)), TFS_OK, "%s", err);
 	for (size_t i = 0; i < n; i++)
-		access_trace_record(t, acc[i].key, acc[i].index);
+		access_trace_record(t, acc[i].key, acc[i].index, 4096 + i, 100 * i);
 	cr_expect_eq(access_trace_records(t), n);
 	cr_expect_eq(access_trace_stop(t), n);
 
@@ -56,9 +56,13 @@ Test(access_trace, records_replay_to_the_same_policy_keys)
 	cr_assert_eq(trace_read_stream(&tr, f, &ei), TFS_OK, "%s", ei.message);
 	fclose(f);
 	cr_assert_eq(tr.n, n);
-	for (size_t i = 0; i < n; i++)
+	cr_assert(tr.sized, "the trace has no sizes");
+	for (size_t i = 0; i < n; i++) {
 		cr_expect_eq(tr.keys[i], trace_chunk_key(acc[i].key, strlen(acc[i].key), acc[i].index),
 			     "access %zu (%s) replays to another key", i, acc[i].key);
+		cr_expect_eq(tr.chunk_bytes[i], 4096 + i);
+		cr_expect_eq(tr.read_bytes[i], 100 * i);
+	}
 	trace_release(&tr);
 }
 
@@ -89,7 +93,8 @@ Test(access_trace, a_full_disk_stops_recording_without_harm)
 	cr_assert_eq(access_trace_start("/dev/full", &t, err, sizeof(err)), TFS_OK, "%s", err);
 	/* more than the 1 MiB buffer: stdio must hit the error */
 	for (int i = 0; i < 100000; i++)
-		access_trace_record(t, "some/fairly/long/object/key/for/the/trace.bin", (uint64_t)i);
+		access_trace_record(t, "some/fairly/long/object/key/for/the/trace.bin", (uint64_t)i,
+				    65536, 4096);
 	cr_expect_gt(access_trace_dropped(t), 0, "a failed write went unnoticed");
 	cr_expect_lt(access_trace_records(t), 100000);
 	(void)access_trace_stop(t);

@@ -174,3 +174,69 @@ Test(sim, tinylfu_holds_a_stable_set_on_shuffled_epochs)
 		      (unsigned long long)r.hits, (unsigned long long)opt);
 	trace_release(&t);
 }
+
+/* The two tiers by hand: RAM of one 64 KiB chunk, SSD of two; chunks of
+ * 64 KiB (a sized trace, 4 KiB read per access).  Trace a a b c a b:
+ *   a  miss: RAM {a}, SSD {a}
+ *   a  RAM hit
+ *   b  miss: RAM {b} (a out), SSD {a b}
+ *   c  miss: RAM {c}; SSD full: c duels a victim it cannot beat (seen
+ *      once, the victim as often or more): rejected
+ *   a  SSD hit (not copied to RAM)
+ *   b  SSD hit
+ * Counted from access 1: 5 accesses, 1 RAM hit, 2 SSD hits, 2 misses,
+ * 20 KiB read, 128 KiB fetched. */
+Test(sim_tiers, two_tiers_by_hand)
+{
+	static const uint64_t keys[] = { 1, 1, 2, 3, 1, 2 };
+	struct sim_tiers_config cfg = { EVICT_TINYLFU, EVICT_TINYLFU, 64 * 1024,
+					2 * 64 * 1024, 64 * 1024 };
+	struct sim_tiers_result r;
+	struct trace t;
+
+	trace_init(&t);
+	t.sized = true;
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(trace_push_sized(&t, keys[i], 64 * 1024, 4096), TFS_OK);
+	cr_assert_eq(trace_push(&t, 9), TFS_E_INVAL, "an unsized push into a sized trace");
+	cr_assert_eq(trace_finish(&t), TFS_OK);
+	t.warm_from = 1;
+	cr_assert_eq(sim_replay_tiers(&t, &cfg, &r), TFS_OK);
+	cr_expect_eq(r.accesses, 5);
+	cr_expect_eq(r.ram_hits, 1);
+	cr_expect_eq(r.ssd_hits, 2);
+	cr_expect_eq(r.misses, 2);
+	cr_expect_eq(r.read_bytes, 5 * 4096);
+	cr_expect_eq(r.fetched_bytes, 2 * 64 * 1024);
+	cr_expect_eq(r.ssd_rejects, 1);
+	cr_expect_eq(r.ram_evictions, 2);
+	cr_expect_eq(r.ssd_evictions, 0);
+	trace_release(&t);
+}
+
+/* Shuffled epochs over 4 x the SSD tier, every chunk read whole: the
+ * tiers keep a stable set, so from the second epoch on the byte hit
+ * ratio is close to the SSD tier's share of the dataset (RAM adds a
+ * little); LRU on both tiers gets far less. */
+Test(sim_tiers, shuffled_epochs_reach_the_cache_share)
+{
+	struct sim_tiers_config cfg = { EVICT_TINYLFU, EVICT_TINYLFU, 1u << 20, 16u << 20,
+					1u << 20 };
+	struct sim_tiers_result r;
+	struct trace t;
+	double tiny;
+
+	trace_init(&t);
+	cr_assert_eq(trace_gen_epoch_shuffled(&t, 64, 6, 3), TFS_OK);
+	cr_assert_eq(sim_replay_tiers(&t, &cfg, &r), TFS_OK);
+	tiny = sim_tiers_hit_ratio(&r);
+	cr_expect_eq(r.read_bytes, 5 * 64 * (1u << 20));
+	cr_expect_geq(tiny, 0.24, "%.3f", tiny);
+	cr_expect_leq(tiny, 0.25 + 1.0 / 64 + 0.01, "%.3f", tiny);
+	cfg.ram_kind = cfg.ssd_kind = EVICT_LRU;
+	cr_assert_eq(sim_replay_tiers(&t, &cfg, &r), TFS_OK);
+	cr_expect_lt(sim_tiers_hit_ratio(&r), tiny - 0.1, "lru %.3f", sim_tiers_hit_ratio(&r));
+	cfg.ram_bytes = 1u << 19;   /* less than a chunk */
+	cr_expect_eq(sim_replay_tiers(&t, &cfg, &r), TFS_E_INVAL);
+	trace_release(&t);
+}

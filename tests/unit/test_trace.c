@@ -119,6 +119,53 @@ Test(trace_reader, malformed_line_names_its_number)
 	}
 }
 
+/* The daemon's trace: a header, then CHUNK_BYTES READ_BYTES and an
+ * access of any of the three kinds; malformed sizes name their line. */
+Test(trace_reader, sized_trace_after_its_header)
+{
+	static const char text[] =
+		"# tierfs trace 2: CHUNK_BYTES READ_BYTES OBJECT_KEY CHUNK_INDEX\n"
+		"65536 4096 data/a b.bin 3\n"
+		"100000 100000 0x2a\n"
+		"# tierfs trace 2 (a second header is a comment)\n"
+		"8 0 17\n";
+	static const char *const bad[] = {
+		TRACE_HEADER_2 "\n1 1 a 0\n2 2 b 0\n3 3\n",            /* no access */
+		TRACE_HEADER_2 "\n1 1 a 0\n2 2 b 0\n0 0 c 1\n",        /* empty chunk */
+		TRACE_HEADER_2 "\n1 1 a 0\n2 2 b 0\n5 6 c 1\n",        /* read > chunk */
+		TRACE_HEADER_2 "\n1 1 a 0\n2 2 b 0\n4294967296 1 c 1\n", /* 2^32 */
+		TRACE_HEADER_2 "\n1 1 a 0\n2 2 b 0\n0x10 1 c 1\n",     /* hex size */
+	};
+	struct trace t;
+	struct tfs_errinfo ei;
+
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(read_text(&t, text, &ei), TFS_OK, "%s", ei.message);
+	cr_assert(t.sized);
+	cr_assert_eq(t.n, 3);
+	cr_expect_eq(t.keys[0], trace_chunk_key("data/a b.bin", 12, 3));
+	cr_expect_eq(t.keys[1], 42);
+	cr_expect_eq(t.keys[2], 17);
+	cr_expect_eq(t.chunk_bytes[0], 65536);
+	cr_expect_eq(t.read_bytes[0], 4096);
+	cr_expect_eq(t.chunk_bytes[1], 100000);
+	cr_expect_eq(t.read_bytes[2], 0);
+	trace_release(&t);
+
+	/* without the header the same line is an object key with blanks */
+	cr_assert_eq(read_text(&t, "65536 4096 data/a 3\n", &ei), TFS_OK);
+	cr_assert_not(t.sized);
+	cr_expect_eq(t.keys[0], trace_chunk_key("65536 4096 data/a", 17, 3));
+	trace_release(&t);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tfs_errinfo_clear(&ei);
+		cr_assert_eq(read_text(&t, bad[i], &ei), TFS_E_INVAL, "case %zu", i);
+		cr_assert_not_null(strstr(ei.message, "line 4"), "case %zu: '%s'", i, ei.message);
+		cr_assert_null(t.chunk_bytes);
+	}
+}
+
 Test(trace_reader, overlong_line_rejected)
 {
 	size_t len = TRACE_MAX_LINE + 100;
