@@ -31,9 +31,10 @@ declare -A SRCS=(
 	[cache_index]="src/tiers/cache_index.c"
 	[config]="src/config.c"
 	[creds]="src/s3/cred_util.c src/s3/aws_creds.c src/s3/gcp_creds.c src/s3/jwt.c"
+	[sim_trace]="src/sim/trace.c src/sim/sim.c"
 )
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(ctl_proto s3_xml http_headers cache_index config creds)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(ctl_proto s3_xml http_headers cache_index config creds sim_trace)
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)"; exit 2; }
 [ -f build/libtierfs.a ] || { echo "fuzz.sh: build/libtierfs.a missing: run ninja -C build first"; exit 2; }
