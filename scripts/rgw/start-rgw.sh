@@ -240,7 +240,11 @@ until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RGW_PORT/")
 done
 log "radosgw answering on http://127.0.0.1:$RGW_PORT"
 
-radosgw-admin "${C[@]}" user create --uid=tester --display-name=tester \
+# --max-buckets: radosgw's default of 1,000 buckets a user is reached by
+# the test suite run five times in a row against one server (each run
+# leaves a few hundred empty buckets: fixtures empty theirs, and the
+# server is thrown away afterwards)
+radosgw-admin "${C[@]}" user create --uid=tester --display-name=tester --max-buckets=1000000 \
     --access-key="$ACCESS_KEY" --secret-key="$SECRET_KEY" >"$DIR/log/user-create.json" 2>"$DIR/log/user-create.err" ||
     { cat "$DIR/log/user-create.err"; die "radosgw-admin user create failed"; }
 
