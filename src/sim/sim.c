@@ -77,7 +77,6 @@ struct model_tier {
 	struct evict_policy *p;
 	uint64_t *bytes;
 	uint64_t used, cap;
-	size_t slots;           /* RAM: policy capacity in keys */
 };
 
 static void model_tier_evict(struct model_tier *m, uint64_t v)
@@ -91,7 +90,7 @@ static void model_tier_evict(struct model_tier *m, uint64_t v)
 static int ram_fill(struct model_tier *m, uint64_t id, uint64_t size, uint64_t *evictions)
 {
 	evict_policy_access(m->p, id);
-	while (evict_policy_size(m->p) >= m->slots ||
+	while (evict_policy_size(m->p) >= evict_policy_capacity(m->p) ||
 	       (m->used + size > m->cap && evict_policy_size(m->p) > 0)) {
 		uint64_t v;
 
@@ -144,8 +143,7 @@ int sim_replay_tiers(const struct trace *t, const struct sim_tiers_config *cfg,
 				cfg->ssd_bytes < evict_ssd_bytes(cs))))
 		return TFS_E_INVAL;
 	ram.cap = cfg->ram_bytes;
-	ram.slots = evict_ram_slots(cfg->ram_bytes, cs);
-	ram.p = evict_policy_new(cfg->ram_kind, ram.slots);
+	ram.p = evict_policy_new(cfg->ram_kind, evict_ram_slots(cfg->ram_bytes, cs));
 	ram.bytes = calloc(t->n_distinct ? t->n_distinct : 1, sizeof(*ram.bytes));
 	if (!ram.p || !ram.bytes)
 		goto out;
