@@ -177,7 +177,9 @@ static void release_ref(void *ref)
  * a reader's is dropped when the queue is full; a fetch ahead waits for
  * room in the queue (no reader waits on it); a scan's fetch ahead into
  * free room is kept there until read (ssd_tier_store_ahead).  And to the
- * shared tier, as t says, unless that is where it came from. */
+ * shared tier, as t says, unless that is where it came from: there too a
+ * reader's copy is dropped when the queue is full and a fetch ahead waits
+ * for room (for one request's time at most). */
 enum wb_mode { WB_READER, WB_WAIT, WB_AHEAD };
 
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
@@ -194,7 +196,8 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d), release_ref, d);
 	}
 	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0)
-		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t);
+		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t,
+				wb != WB_READER);
 }
 
 /* Record a reader's access (read_len bytes of chunk id, chunk_len long)
@@ -450,7 +453,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	}
 	*fetched = from_store;
 	if (cc->shared && from_store && want > 0)
-		shared_tier_put(cc->shared, &id, buf, want, &t);   /* a copy */
+		shared_tier_put(cc->shared, &id, buf, want, &t, true);   /* a copy */
 	if (want == 0) {
 		free(buf);
 		return TFS_OK;

@@ -18,12 +18,23 @@
  * twice; a server that ignores the header overwrites it with the same
  * bytes, which is still correct.
  *
+ * Claim wait: a node that finds another's claim waits for that node's
+ * write as long as its own claims take to be written (claim_ms: claim to
+ * written, a slower sample taken half at once, a faster one an eighth),
+ * times CLAIM_WAIT_FACTOR, at least claim_wait_ms; it polls first after
+ * half that time, then at a quarter of it, so that a waiter costs the
+ * store a few requests, not one every POLL_MAX_MS.  A lookup first looks
+ * at this node's own queued and in-flight writes: a chunk it fetched
+ * (and claimed) is served from there while it is written, instead of
+ * waiting on its own claim or going to the origin again.
+ *
  * Breaker: BREAKER_FAILS consecutive failed requests open it for pause_ms;
  * each failure while it is half-open (the pause over, no success yet)
  * opens it again for twice as long, up to 32x; a success closes it.
  */
 #include "tiers/shared_tier.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,12 +58,14 @@
 #define POLL_MAX_MS 100
 #define QUEUE_JOBS 256
 #define CLAIM_TTL_S 30      /* a claim older than this is stale */
+#define CLAIM_WAIT_FACTOR 4 /* a waiter waits this many claim times */
 #define WRITERS_MAX 8
 
 struct write_job {
 	char hex[NAME_HEX];
 	void *data;                   /* a copy, owned by the job */
 	size_t len;
+	int64_t claimed_ms;           /* the ticket's: when this node claimed it */
 	bool rewrite, claimed;
 };
 
@@ -61,7 +74,8 @@ struct shared_tier {
 	struct s3_client *client;
 	char *prefix, *origin;
 	size_t chunk_size;
-	unsigned claim_wait_ms, pause_base_ms;
+	unsigned claim_wait_ms, pause_base_ms, put_wait_ms;
+	atomic_uint claim_ms;            /* claim to written, this node's; 0 = none yet */
 
 	/* the breaker */
 	atomic_uint fails;
@@ -69,12 +83,15 @@ struct shared_tier {
 	_Atomic int64_t open_until_ms;   /* clock_coarse_ms(); 0 = closed */
 
 	/* the write queue: a ring of QUEUE_JOBS jobs holding queue_bytes at
-	 * most, written by n_writers threads */
+	 * most (reserved ones and those in flight included), written by
+	 * n_writers threads */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a job queued, or stop */
 	pthread_cond_t idle;          /* the queue ran empty */
+	pthread_cond_t room;          /* a job done: room for a waiting put (monotonic) */
 	struct write_job ring[QUEUE_JOBS];
-	unsigned head, count, busy;
+	const struct write_job *active[WRITERS_MAX]; /* jobs being written now */
+	unsigned head, count, busy, reserved;
 	uint64_t queued_bytes, queue_bytes;
 	bool stop;
 	pthread_t writers[WRITERS_MAX];
@@ -237,18 +254,41 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* This node's claims took ms from claim to written chunk: fold it into
+ * claim_ms (a slower sample half at once, a faster one an eighth, so a
+ * waiter rather waits too long than gives up on a write about to land).
+ * Two writers racing lose a sample, nothing more. */
+static void claim_time_note(struct shared_tier *st, int64_t ms)
+{
+	unsigned old = atomic_load_explicit(&st->claim_ms, memory_order_relaxed);
+	unsigned s = ms < 1 ? 1 : ms > CLAIM_TTL_S * 1000 ? CLAIM_TTL_S * 1000 : (unsigned)ms;
+
+	if (!old)
+		old = s;
+	atomic_store_explicit(&st->claim_ms, s > old ? old + (s - old) / 2 : old - (old - s) / 8,
+			      memory_order_relaxed);
+}
+
 /* Another node claimed hex: poll its object until it appears or the
- * claim wait is over. */
+ * claim wait is over (see the top of this file). */
 static enum found wait_claimed(struct shared_tier *st, const char *hex, size_t want, void *buf)
 {
-	int64_t deadline = clock_coarse_ms() + st->claim_wait_ms;
-	unsigned step = POLL_FIRST_MS;
+	unsigned est = atomic_load_explicit(&st->claim_ms, memory_order_relaxed);
+	uint64_t wait = (uint64_t)est * CLAIM_WAIT_FACTOR;
+	unsigned step = est / 2 > POLL_FIRST_MS ? est / 2 : POLL_FIRST_MS;
+	unsigned step_max = est / 4 > POLL_MAX_MS ? est / 4 : POLL_MAX_MS;
+	int64_t deadline;
 	enum found f = FOUND_ABSENT;
 
+	if (wait > CLAIM_TTL_S * 1000)
+		wait = CLAIM_TTL_S * 1000;
+	if (wait < st->claim_wait_ms)
+		wait = st->claim_wait_ms;
+	deadline = clock_coarse_ms() + (int64_t)wait;
 	count(&st->claim_waits, 1);
 	while (f == FOUND_ABSENT && clock_coarse_ms() + step < deadline) {
 		sleep_ms(step);
-		step = step * 3 / 2 > POLL_MAX_MS ? POLL_MAX_MS : step * 3 / 2;
+		step = step * 3 / 2 > step_max ? step_max : step * 3 / 2;
 		f = fetch_verify(st, hex, want, buf);
 	}
 	if (f == FOUND_OK)
@@ -276,9 +316,32 @@ static bool claim_stale(struct shared_tier *st, const char *hex, struct shared_t
 		stale = s3_client_put_meta(st->client, key, "1", 1, CLAIM_META, "1", false, &ei) ==
 			TFS_OK;
 		t->claimed = stale;
+		t->claimed_ms = stale ? clock_coarse_ms() : 0;
 	}
 	free(key);
 	return stale;
+}
+
+/* Is hex this node's own write, queued or in flight?  Then its bytes into
+ * buf (they came from the origin for this very name).  Lock held: the
+ * copy keeps the job from being freed under it. */
+static bool queue_copy(struct shared_tier *st, const char *hex, size_t want, void *buf)
+{
+	const struct write_job *j = NULL;
+
+	for (unsigned i = 0; i < st->count && !j; i++) {
+		j = &st->ring[(st->head + i) % QUEUE_JOBS];
+		if (j->len != want || memcmp(j->hex, hex, NAME_HEX) != 0)
+			j = NULL;
+	}
+	for (unsigned i = 0; i < WRITERS_MAX && !j; i++) {
+		j = st->active[i];
+		if (j && (j->len != want || memcmp(j->hex, hex, NAME_HEX) != 0))
+			j = NULL;
+	}
+	if (j)
+		memcpy(buf, j->data, want);
+	return j != NULL;
 }
 
 int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t want, void *buf,
@@ -292,12 +355,17 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 	*t = (struct shared_ticket){ 0 };
 	if (want == 0 || want > st->chunk_size)
 		return TFS_MISS;
+	if (!chunk_name(st, id, hex))
+		goto miss;
+	pthread_mutex_lock(&st->lock);
+	f = queue_copy(st, hex, want, buf) ? FOUND_OK : FOUND_ABSENT;
+	pthread_mutex_unlock(&st->lock);
+	if (f == FOUND_OK)
+		goto hit;
 	if (breaker_open(st)) {
 		count(&st->skipped, 1);
 		goto miss;
 	}
-	if (!chunk_name(st, id, hex))
-		goto miss;
 	f = fetch_verify(st, hex, want, buf);
 	if (f == FOUND_ABSENT) {
 		/* claim it: one node of those missing it now fetches it */
@@ -309,6 +377,7 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 			breaker_ok(st);
 			count(&st->claims, 1);
 			t->claimed = true;
+			t->claimed_ms = clock_coarse_ms();
 		} else if (rc == TFS_E_STALE) {
 			breaker_ok(st);
 			if (claim_stale(st, hex, t))
@@ -320,6 +389,7 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 		}
 	}
 	if (f == FOUND_OK) {
+hit:
 		t->hit = true;
 		count(&st->hits, 1);
 		count(&st->bytes, want);
@@ -369,6 +439,8 @@ static void write_one(struct shared_tier *st, const struct write_job *j)
 	breaker_ok(st);
 	if (j->claimed) {
 		/* the chunk is there: the claim has done its work */
+		if (j->claimed_ms)
+			claim_time_note(st, clock_coarse_ms() - j->claimed_ms);
 		key = object_key(st, "claim", j->hex);
 		if (key && s3_client_delete(st->client, key, &ei) != TFS_OK)
 			log_debug("shared cache: claim %s not deleted: %s", j->hex, ei.message);
@@ -389,6 +461,7 @@ static void *writer_run(void *arg)
 	pthread_mutex_lock(&st->lock);
 	for (;;) {
 		struct write_job j;
+		unsigned slot = 0;
 
 		while (st->count == 0 && !st->stop)
 			pthread_cond_wait(&st->cond, &st->lock);
@@ -398,59 +471,89 @@ static void *writer_run(void *arg)
 		st->head = (st->head + 1) % QUEUE_JOBS;
 		st->count--;
 		st->busy++;
+		while (st->active[slot])   /* busy <= n_writers: one is free */
+			slot++;
+		st->active[slot] = &j;
 		pthread_mutex_unlock(&st->lock);
 		write_one(st, &j);
-		free(j.data);
 		pthread_mutex_lock(&st->lock);
+		st->active[slot] = NULL;
+		free(j.data);
 		st->busy--;
 		st->queued_bytes -= j.len;
-		if (st->count == 0 && st->busy == 0)
+		pthread_cond_broadcast(&st->room);
+		if (st->count == 0 && st->busy == 0 && st->reserved == 0)
 			pthread_cond_broadcast(&st->idle);
 	}
 	pthread_mutex_unlock(&st->lock);
 	return NULL;
 }
 
-/* Is there room for len more bytes?  (lock held) */
-static bool queue_room(const struct shared_tier *st, size_t len)
+/* Reserve a place and len bytes in the queue; when it is full and wait,
+ * wait for room for put_wait_ms at most.  Lock held. */
+static bool queue_reserve(struct shared_tier *st, size_t len, bool wait)
 {
-	return !st->stop && st->count < QUEUE_JOBS && st->queued_bytes + len <= st->queue_bytes;
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += st->put_wait_ms / 1000;
+	until.tv_nsec += (long)(st->put_wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (st->count + st->reserved >= QUEUE_JOBS || st->queued_bytes + len > st->queue_bytes) {
+		if (!wait || st->stop || breaker_open(st) ||
+		    pthread_cond_timedwait(&st->room, &st->lock, &until) == ETIMEDOUT)
+			return false;
+	}
+	if (st->stop)
+		return false;
+	st->reserved++;
+	st->queued_bytes += len;
+	return true;
 }
 
 void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
-		     size_t len, const struct shared_ticket *t)
+		     size_t len, const struct shared_ticket *t, bool wait)
 {
-	struct write_job j = { .len = len, .rewrite = t->rewrite, .claimed = t->claimed };
+	struct write_job j = { .len = len, .rewrite = t->rewrite, .claimed = t->claimed,
+			       .claimed_ms = t->claimed_ms };
 	bool room;
 
-	if (len == 0 || len > st->chunk_size || breaker_open(st))
+	if (len == 0 || len > st->chunk_size || breaker_open(st) || !chunk_name(st, id, j.hex))
 		goto drop;
 	pthread_mutex_lock(&st->lock);
-	room = queue_room(st, len);
+	room = queue_reserve(st, len, wait);
 	pthread_mutex_unlock(&st->lock);
-	/* copied outside the lock, so the reader's chunk is not held */
-	if (!room || !chunk_name(st, id, j.hex) || !(j.data = malloc(len)))
+	if (!room)
 		goto drop;
-	memcpy(j.data, data, len);
+	/* copied outside the lock, so the reader's chunk is not held */
+	j.data = malloc(len);
+	if (j.data)
+		memcpy(j.data, data, len);
 	pthread_mutex_lock(&st->lock);
-	if (queue_room(st, len)) {
+	st->reserved--;
+	if (j.data) {
 		st->ring[(st->head + st->count) % QUEUE_JOBS] = j;
 		st->count++;
-		st->queued_bytes += len;
 		pthread_cond_signal(&st->cond);
-		j.data = NULL;
+	} else {
+		st->queued_bytes -= len;
+		pthread_cond_broadcast(&st->room);
+		if (st->count == 0 && st->busy == 0 && st->reserved == 0)
+			pthread_cond_broadcast(&st->idle);
 	}
 	pthread_mutex_unlock(&st->lock);
-	if (!j.data)
+	if (j.data)
 		return;
-	free(j.data);
 drop:
 	count(&st->write_dropped, 1);
 	if (t->claimed && !breaker_open(st)) {
 		/* others would wait for a write that will not come: let go of
 		 * the claim (one small request, only when writes back up) */
 		struct tfs_errinfo ei;
-		char *key = chunk_name(st, id, j.hex) ? object_key(st, "claim", j.hex) : NULL;
+		char *key = j.hex[0] ? object_key(st, "claim", j.hex) : NULL;
 
 		if (key)
 			(void)s3_client_delete(st->client, key, &ei);
@@ -461,7 +564,7 @@ drop:
 void shared_tier_flush(struct shared_tier *st)
 {
 	pthread_mutex_lock(&st->lock);
-	while (st->count > 0 || st->busy > 0)
+	while (st->count > 0 || st->busy > 0 || st->reserved > 0)
 		pthread_cond_wait(&st->idle, &st->lock);
 	pthread_mutex_unlock(&st->lock);
 }
@@ -488,6 +591,7 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	if (st->queue_bytes < cfg->chunk_size)
 		st->queue_bytes = cfg->chunk_size;
 	st->claim_wait_ms = cfg->claim_wait_ms ? cfg->claim_wait_ms : 2000;
+	st->put_wait_ms = cfg->put_wait_ms ? cfg->put_wait_ms : 1000;
 	st->pause_base_ms = cfg->pause_ms ? cfg->pause_ms : 1000;
 	atomic_init(&st->pause_ms, st->pause_base_ms);
 	if (!st->prefix || !st->origin)
@@ -495,12 +599,22 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	pthread_cond_init(&st->idle, NULL);
+	{
+		/* a put's wait for room (queue_reserve) is monotonic */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&st->room, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	for (unsigned i = 0; i < (cfg->writers ? cfg->writers : 4) && i < WRITERS_MAX; i++) {
 		if (pthread_create(&st->writers[i], NULL, writer_run, st) != 0)
 			break;          /* fewer writers: slower, not wrong */
 		st->n_writers++;
 	}
 	if (st->n_writers == 0) {
+		pthread_cond_destroy(&st->room);
 		pthread_cond_destroy(&st->idle);
 		pthread_cond_destroy(&st->cond);
 		pthread_mutex_destroy(&st->lock);
@@ -523,9 +637,11 @@ void shared_tier_free(struct shared_tier *st)
 	pthread_mutex_lock(&st->lock);
 	st->stop = true;
 	pthread_cond_broadcast(&st->cond);
+	pthread_cond_broadcast(&st->room);
 	pthread_mutex_unlock(&st->lock);
 	for (unsigned i = 0; i < st->n_writers; i++)
 		pthread_join(st->writers[i], NULL);   /* they drain the queue first */
+	pthread_cond_destroy(&st->room);
 	pthread_cond_destroy(&st->idle);
 	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);

@@ -50,8 +50,12 @@ struct shared_tier_config {
 	uint64_t queue_bytes;      /* bytes queued for writing at most (0 = 64 MiB,
 	                            * at least a chunk); 256 writes at most */
 	unsigned writers;          /* threads writing (0 = 4, at most 8) */
-	unsigned claim_wait_ms;    /* how long a node waits for a chunk another
-	                            * node claimed (0 = 2000) */
+	unsigned claim_wait_ms;    /* how long a node waits at least for a chunk
+	                            * another node claimed (0 = 2000); longer when
+	                            * this node's own claims take longer to be
+	                            * written (see shared_tier_get()) */
+	unsigned put_wait_ms;      /* how long a put that may wait waits for room
+	                            * in the queue (0 = 1000) */
 	unsigned pause_ms;         /* first pause of the breaker (0 = 1000); it
 	                            * doubles on each failed probe up to 32x */
 };
@@ -78,9 +82,10 @@ struct shared_tier_stats {
 /* What a lookup tells its caller: the tier supplied the chunk (hit);
  * else, for the caller that fetches it from the origin next, write it over
  * a bad copy (rewrite), this node claimed it (claimed: the claim is
- * removed once the chunk is written). */
+ * removed once the chunk is written; claimed_ms: when, clock_coarse_ms()). */
 struct shared_ticket {
 	bool hit, rewrite, claimed;
+	int64_t claimed_ms;
 };
 
 /* NULL on bad config or out of memory (cfg->store is freed then). */
@@ -90,19 +95,25 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg);
 void shared_tier_free(struct shared_tier *st);
 
 /* Chunk id (want bytes, 0 < want <= chunk_size) into buf.  TFS_OK: buf
- * holds its verified bytes.  TFS_MISS: not there, bad, the tier failed or
- * is paused; the caller fetches it from the origin and hands it to
- * shared_tier_put() with *t.  Blocks for at most one request, or for the
- * claim wait when another node is fetching the chunk. */
+ * holds its verified bytes, from the bucket or from this node's own write
+ * of it still queued or in flight (no request then).  TFS_MISS: not
+ * there, bad, the tier failed or is paused; the caller fetches it from the
+ * origin and hands it to shared_tier_put() with *t.  Blocks for at most
+ * one request, or for the claim wait when another node is fetching the
+ * chunk: claim_wait_ms, or four times as long as this node's own claims
+ * take to be written when that is longer (at most the 30 s after which a
+ * claim is stale); it polls from half that time on, not at once. */
 int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t want, void *buf,
 		    struct shared_ticket *t);
 
 /* Queue a copy of data (len bytes of chunk id, fetched from the origin
  * after a shared_tier_get() miss that gave t) for writing; dropped
- * (counted) when the queue is full or the tier paused.  data is not
- * referenced after the call.  Never blocks on I/O. */
+ * (counted) when the tier is paused, or when the queue is full: at once
+ * unless wait, else once it has stayed full for put_wait_ms (a fetch
+ * ahead of readers may wait; a reader's fetch may not).  data is not
+ * referenced after the call.  Does no I/O itself. */
 void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
-		     size_t len, const struct shared_ticket *t);
+		     size_t len, const struct shared_ticket *t, bool wait);
 
 /* Wait until the queue is empty and no write is in flight. */
 void shared_tier_flush(struct shared_tier *st);

@@ -246,18 +246,27 @@ Test(shared, changed_origin_object_never_stale)
 
 /* ---- the claim, through the tier's own interface ---- */
 
-static struct shared_tier *tier_open(unsigned claim_wait_ms)
+/* A node's tier at endpoint (NULL: the server itself), chunks of 4 KiB;
+ * queue_bytes and put_wait_ms 0 for the defaults. */
+static struct shared_tier *tier_at(const char *endpoint, unsigned claim_wait_ms,
+				   uint64_t queue_bytes, unsigned put_wait_ms)
 {
 	struct tfs_errinfo ei;
 	struct s3_client *c = s3_client_new(&(struct s3_config){
-		.endpoint = env.endpoint, .region = env.region, .bucket = shared.name,
-		.path_style = true, .access_key = env.access_key, .secret_key = env.secret_key,
-		.request_timeout_ms = 10000 }, &ei);
+		.endpoint = endpoint ? endpoint : env.endpoint, .region = env.region,
+		.bucket = shared.name, .path_style = true, .access_key = env.access_key,
+		.secret_key = env.secret_key, .request_timeout_ms = 20000 }, &ei);
 
 	cr_assert_not_null(c, "%s", ei.message);
 	return shared_tier_new(&(struct shared_tier_config){
 		.store = s3_client_objstore(c), .prefix = "claims-test/", .origin = "s3://x@test",
-		.chunk_size = 4096, .claim_wait_ms = claim_wait_ms });
+		.chunk_size = 4096, .claim_wait_ms = claim_wait_ms, .queue_bytes = queue_bytes,
+		.put_wait_ms = put_wait_ms });
+}
+
+static struct shared_tier *tier_open(unsigned claim_wait_ms)
+{
+	return tier_at(NULL, claim_wait_ms, 0, 0);
 }
 
 struct waiter {
@@ -276,6 +285,40 @@ static void *waiter_run(void *arg)
 	return NULL;
 }
 
+/* Wait (<= 60 s) until st waits on a claim; its claim_waits then. */
+static uint64_t claim_waits_of(struct shared_tier *st)
+{
+	struct shared_tier_stats s;
+
+	for (int i = 0; i < 1200; i++) {
+		shared_tier_stats(st, &s);
+		if (s.claim_waits)
+			break;
+		usleep(50 * 1000);
+	}
+	return s.claim_waits;
+}
+
+/* Node 1 holds the claim t1 on id; node 2 misses id (a thread), finds
+ * the claim and waits; delay_ms later node 1 writes data.  Node 2 must be
+ * served exactly data. */
+static void claimed_then_written(struct shared_tier *n1, struct shared_tier *n2,
+				 const struct chunk_id *id, const struct shared_ticket *t1,
+				 const char data[4096], unsigned delay_ms)
+{
+	struct waiter w = { .st = n2, .id = *id };
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, waiter_run, &w), 0);
+	cr_assert_eq(claim_waits_of(n2), 1, "node 2 found node 1's claim");
+	usleep(delay_ms * 1000);   /* node 2's first poll is on its way, or soon */
+	shared_tier_put(n1, id, data, 4096, t1, false);
+	shared_tier_flush(n1);
+	pthread_join(th, NULL);
+	cr_assert_eq(w.rc, TFS_OK, "node 2 was served the claimed chunk");
+	cr_assert_eq(memcmp(w.buf, data, 4096), 0);
+}
+
 /* Node 1 misses and claims; node 2 misses the same chunk, finds the
  * claim and waits; node 1 writes the chunk; node 2 is served it. */
 Test(shared, one_node_claims_the_other_waits)
@@ -284,27 +327,13 @@ Test(shared, one_node_claims_the_other_waits)
 	struct chunk_id id = { "k/with\n odd bytes \xff", "\"etag-1\"", 3 };
 	struct shared_tier_stats s1, s2;
 	struct shared_ticket t1;
-	struct waiter w = { .st = n2, .id = id };
 	char data[4096], buf[4096];
-	pthread_t th;
 
 	cr_assert(n1 && n2);
 	it_gen(42, 0, data, sizeof(data));
 	cr_assert_eq(shared_tier_get(n1, &id, sizeof(buf), buf, &t1), TFS_MISS);
 	cr_assert(t1.claimed, "the first miss claims the chunk");
-	cr_assert_eq(pthread_create(&th, NULL, waiter_run, &w), 0);
-	for (int i = 0; i < 600; i++) {     /* until node 2 is waiting on the claim */
-		shared_tier_stats(n2, &s2);
-		if (s2.claim_waits)
-			break;
-		usleep(50 * 1000);
-	}
-	cr_assert_eq(s2.claim_waits, 1, "node 2 found the claim");
-	shared_tier_put(n1, &id, data, sizeof(data), &t1);
-	shared_tier_flush(n1);
-	pthread_join(th, NULL);
-	cr_assert_eq(w.rc, TFS_OK, "node 2 was served the claimed chunk");
-	cr_assert_eq(memcmp(w.buf, data, sizeof(data)), 0);
+	claimed_then_written(n1, n2, &id, &t1, data, 0);
 	shared_tier_stats(n1, &s1);
 	shared_tier_stats(n2, &s2);
 	cr_expect_eq(s1.claims, 1);
@@ -314,13 +343,137 @@ Test(shared, one_node_claims_the_other_waits)
 
 	/* a second write of the same chunk is refused as present, not redone */
 	struct shared_ticket none = { 0 };
-	shared_tier_put(n2, &id, data, sizeof(data), &none);
+	shared_tier_put(n2, &id, data, sizeof(data), &none, false);
 	shared_tier_flush(n2);
 	shared_tier_stats(n2, &s2);
 	cr_expect_eq(s2.write_exists, 1, "create-only: the server kept the first copy");
 	cr_expect_eq(s2.writes, 0);
 	shared_tier_free(n1);
 	shared_tier_free(n2);
+}
+
+/* Every request to the tier through the proxy takes SLOW_MS at least. */
+#define SLOW_MS 2000
+
+static void proxy_slow(unsigned ms)
+{
+	char q[64];
+
+	it_fmt(q, sizeof(q), "shape?latency_ms=%u", ms);
+	cr_assert_eq(it_proxy_ctl(&proxy, q, NULL, 0), 200);
+}
+
+/* A node misses a chunk, claims it, fetches it and queues its write;
+ * while that write is in flight (every request takes SLOW_MS), the node
+ * misses the chunk again: it is served from its own queue, with no request
+ * (before, it asked the bucket, found its own claim and waited on it). */
+Test(shared, a_chunk_being_written_is_served_from_the_queue)
+{
+	struct shared_tier *n = tier_at(proxy.url, 60000, 0, 0);
+	struct chunk_id id = { "own/queue", "\"etag-q\"", 0 };
+	struct shared_tier_stats s;
+	struct shared_ticket t, t2;
+	char data[4096], buf[4096];
+	long long gets;
+	double t_put, t_get;
+	int rc;
+
+	cr_assert_not_null(n);
+	it_gen(7, 0, data, sizeof(data));
+	proxy_slow(SLOW_MS);
+	cr_assert_eq(shared_tier_get(n, &id, sizeof(buf), buf, &t), TFS_MISS);
+	cr_assert(t.claimed);
+	gets = it_proxy_stat(&proxy, "object_GET");
+	t_put = it_now();
+	shared_tier_put(n, &id, data, sizeof(data), &t, false);
+	t_get = it_now();
+	rc = shared_tier_get(n, &id, sizeof(buf), buf, &t2);
+	cr_assert_eq(rc, TFS_OK, "the chunk this node is writing is a hit");
+	cr_assert(t2.hit);
+	cr_assert_eq(memcmp(buf, data, sizeof(data)), 0);
+	/* the write's PUT cannot have been answered before SLOW_MS passed */
+	if (t_get - t_put < SLOW_MS / 2000.0)
+		cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), gets,
+			     "served from the queue: no GET while the write was in flight");
+	else
+		cr_log_warn("the lookup started %.1f s after the put: not checked", t_get - t_put);
+	shared_tier_flush(n);
+	shared_tier_stats(n, &s);
+	cr_expect_eq(s.writes, 1);
+	cr_expect_eq(s.claim_waits, 0, "no wait on its own claim");
+	shared_tier_free(n);
+	proxy_slow(0);
+}
+
+/* A node whose own claims take a long time to be written (every request
+ * it sends takes SLOW_MS) waits longer than --claim-wait for another
+ * node's claim: node 2 learns a claim time of at least SLOW_MS, then waits
+ * on node 1's claim, whose write lands after node 2's first poll; with the
+ * fixed 1 s wait node 2 would give up after that poll and go to the
+ * origin. */
+Test(shared, the_claim_wait_follows_the_nodes_own_claim_times)
+{
+	struct shared_tier *n1 = tier_open(1000), *n2 = tier_at(proxy.url, 1000, 0, 0);
+	struct chunk_id own = { "wait/own", "\"etag-o\"", 0 }, id = { "wait/other", "\"etag-w\"", 1 };
+	struct shared_tier_stats s2;
+	struct shared_ticket t, t1;
+	char data[4096], buf[4096];
+
+	cr_assert(n1 && n2);
+	it_gen(8, 0, data, sizeof(data));
+	proxy_slow(SLOW_MS);
+	/* node 2 claims and writes a chunk of its own: claim to written >= SLOW_MS */
+	cr_assert_eq(shared_tier_get(n2, &own, sizeof(buf), buf, &t), TFS_MISS);
+	cr_assert(t.claimed);
+	shared_tier_put(n2, &own, data, sizeof(data), &t, false);
+	shared_tier_flush(n2);
+	shared_tier_stats(n2, &s2);
+	cr_assert_eq(s2.writes, 1);
+
+	cr_assert_eq(shared_tier_get(n1, &id, sizeof(buf), buf, &t1), TFS_MISS);
+	cr_assert(t1.claimed);
+	it_gen(9, 0, data, sizeof(data));
+	claimed_then_written(n1, n2, &id, &t1, data, SLOW_MS / 4);
+	shared_tier_stats(n2, &s2);
+	cr_expect_eq(s2.claim_hits, 1);
+	shared_tier_free(n1);
+	shared_tier_free(n2);
+	proxy_slow(0);
+}
+
+/* The queue holds one chunk; while its write is in flight, a reader's put
+ * is dropped at once and a fetch ahead's put waits for room and is
+ * written. */
+Test(shared, a_fetch_ahead_waits_for_room_a_reader_does_not)
+{
+	struct shared_tier *n = tier_at(proxy.url, 0, 4096, 60000);
+	struct chunk_id a = { "room/a", "\"e\"", 0 }, b = { "room/b", "\"e\"", 0 },
+			c = { "room/c", "\"e\"", 0 };
+	struct shared_ticket none = { 0 };
+	struct shared_tier_stats s;
+	char data[4096];
+	double t0;
+
+	cr_assert_not_null(n);
+	it_gen(10, 0, data, sizeof(data));
+	proxy_slow(SLOW_MS);
+	t0 = it_now();
+	shared_tier_put(n, &a, data, sizeof(data), &none, false);
+	shared_tier_put(n, &b, data, sizeof(data), &none, false);
+	if (it_now() - t0 < SLOW_MS / 2000.0) {
+		shared_tier_stats(n, &s);
+		cr_expect_eq(s.write_dropped, 1, "a reader's put found the queue full: dropped");
+	} else {
+		cr_log_warn("the puts took %.1f s: the drop not checked", it_now() - t0);
+	}
+	shared_tier_put(n, &c, data, sizeof(data), &none, true);
+	shared_tier_flush(n);
+	shared_tier_stats(n, &s);
+	cr_expect_geq(s.writes, 2, "the first write and the waiting one were made");
+	cr_expect_eq(s.writes + s.write_dropped, 3);
+	cr_expect_leq(s.write_dropped, 1, "the fetch ahead's put waited, not dropped");
+	shared_tier_free(n);
+	proxy_slow(0);
 }
 
 /* The client's metadata calls refuse what would make a bad header. */
