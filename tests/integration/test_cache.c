@@ -716,6 +716,57 @@ Test(cache, passthrough_file_is_not_evicted_while_open)
 	it_unmount_ok(&env, &mnt);
 }
 
+/* The object changes while a file is open through passthrough.  The
+ * kernel ties one backing file to an inode, so an open that finds the new
+ * version fails with EBUSY while the old open lasts; the old descriptor
+ * keeps reading the old bytes; once it is closed, an open gets the new
+ * version's bytes. */
+Test(cache, passthrough_open_of_a_newer_version_is_busy_until_the_old_closes)
+{
+	const char *extra[] = { "--metadata-ttl", "1", NULL };
+	const struct obj B2 = { B.key, 0xb3b3, B.size, B.chunks };
+	char p[PATH_MAX];
+	int fd, fd2 = -1, err = 0;
+
+	mount_cache(extra);
+	passthrough_or_skip();
+	read_ok(&B);
+	wait_stat_geq("ssd.entries", B.chunks);
+	it_drop_caches();
+	fd = open_read_ok(&B);
+	cr_assert_eq(it_daemon_stat(&mnt, "passthrough.opens"), 1);
+	cr_assert_eq(it_put_gen(&bucket, B2.key, B2.seed, B2.size), 0, "the new version");
+	usleep(1300 * 1000);   /* past --metadata-ttl: the next open asks the store */
+
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, B.key);
+	fd2 = open(p, O_RDONLY);
+	err = errno;
+	cr_expect_eq(fd2, -1, "an open of the new version succeeded while the old is open");
+	cr_expect_eq(err, EBUSY, "open: %s, not EBUSY", strerror(err));
+	if (fd2 >= 0)
+		close(fd2);
+
+	it_drop_caches();   /* the kernel reads the old backing file again */
+	char *buf = malloc(B.size);
+	cr_assert_eq(it_pread_full(fd, buf, B.size, 0), (ssize_t)B.size);
+	cr_expect_eq(it_gen_mismatch(B.seed, 0, buf, B.size), -1, "the old open saw new bytes");
+	free(buf);
+	close(fd);
+
+	/* the kernel's RELEASE may come a little after close */
+	double deadline = it_now() + 20.0;
+	do {
+		fd2 = open(p, O_RDONLY);
+		err = errno;
+		if (fd2 < 0)
+			usleep(50000);
+	} while (fd2 < 0 && err == EBUSY && it_now() < deadline);
+	cr_assert_geq(fd2, 0, "open after the old one closed: %s", strerror(err));
+	close(fd2);
+	read_ok(&B2);
+	it_unmount_ok(&env, &mnt);
+}
+
 /* With passthrough, a block the disk changed after it was verified is
  * not seen by the daemon at read time: the background scrub finds it,
  * drops its chunk (the file is then no longer wholly on SSD), and the
