@@ -17,7 +17,7 @@
 
 enum opt_kind {
 	OPT_STR, OPT_BOOL, OPT_UINT, OPT_MODE, OPT_SIZE, OPT_ID, OPT_BYTES, OPT_RA, OPT_POLICY,
-	OPT_AUTO_OFF
+	OPT_AUTO_OFF, OPT_RETRY_MODE
 };
 
 struct opt_def {
@@ -63,6 +63,7 @@ static const struct opt_def opt_defs[] = {
 	{ "parallel-gets", OPT_UINT, OFF(parallel_gets), 4 },
 	{ "stall-timeout", OPT_UINT, OFF(stall_timeout_s), 3600 },
 	{ "max-retries", OPT_UINT, OFF(max_retries), 20 },
+	{ "retry-mode", OPT_RETRY_MODE, OFF(adaptive_rate), 0 },
 	{ "max-connections", OPT_UINT, OFF(max_connections), 1024 },
 	{ "max-threads", OPT_UINT, OFF(max_threads), 256 },
 	{ "shared-cache", OPT_STR, OFF(shared_cache), 0 },
@@ -102,6 +103,9 @@ void config_init(struct tierfs_config *cfg)
 	cfg->stall_timeout_s = 15;
 	cfg->parallel_gets = 4;
 	cfg->max_retries = 6;
+	/* the AWS SDKs' variable: a node set up for them is set up for us */
+	cfg->adaptive_rate = getenv("AWS_RETRY_MODE") &&
+			     strcmp(getenv("AWS_RETRY_MODE"), "adaptive") == 0;
 	cfg->max_connections = 64;
 	cfg->max_threads = 16;
 	cfg->shared_timeout_ms = 1000;
@@ -259,6 +263,14 @@ int config_set(struct tierfs_config *cfg, const char *key, const char *value,
 		}
 		snprintf(err, errlen, "bad value '%s' for '%s' (auto or off)", value ? value : "",
 			 key);
+		return -1;
+	case OPT_RETRY_MODE:
+		if (value && (strcmp(value, "standard") == 0 || strcmp(value, "adaptive") == 0)) {
+			*(bool *)field = strcmp(value, "adaptive") == 0;
+			return 0;
+		}
+		snprintf(err, errlen, "bad value '%s' for '%s' (standard or adaptive)",
+			 value ? value : "", key);
 		return -1;
 	case OPT_POLICY: {
 		int kind = value ? evict_kind_parse(value) : -1;
@@ -497,6 +509,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	dump_auto(f, "scrub-rate", cfg->scrub_rate);
 	fprintf(f, "parallel-gets = %u\n", cfg->parallel_gets);
 	fprintf(f, "stall-timeout = %u\nmax-retries = %u\n", cfg->stall_timeout_s, cfg->max_retries);
+	fprintf(f, "retry-mode = %s\n", cfg->adaptive_rate ? "adaptive" : "standard");
 	fprintf(f, "max-connections = %u\nmax-threads = %u\n", cfg->max_connections,
 		cfg->max_threads);
 	fprintf(f, "shared-cache = %s\n", cfg->shared_cache ? cfg->shared_cache : "");

@@ -63,6 +63,8 @@ struct tierfs_config {
 	unsigned parallel_gets;    /* ranged GETs per chunk fill */
 	unsigned stall_timeout_s;
 	unsigned max_retries;
+	bool adaptive_rate;        /* --retry-mode adaptive: after a throttle, pace
+				    * requests to a learned rate (s3/send_rate.h) */
 	unsigned max_connections;
 	unsigned max_threads;      /* FUSE worker threads */
 	/* the tier shared by a cluster's nodes (tiers/shared_tier.h) */

@@ -107,6 +107,9 @@ static const char usage_text2[] =
 	"                           keep serving listings, attributes and cached bytes up to\n"
 	"                           this long past --metadata-ttl; 0 = off (86400)\n"
 	"  --max-retries N          retries of a failed request before EIO (6)\n"
+	"  --retry-mode MODE        standard, or adaptive: once the store says slow\n"
+	"                           down, pace requests to a rate learned from it\n"
+	"                           ($AWS_RETRY_MODE, else standard)\n"
 	"  --max-connections N      connections to the object store (64)\n"
 	"  --max-threads N          FUSE worker threads (16)\n"
 	"  -o OPTIONS               FUSE mount options (allow_other, debug, ...)\n"
@@ -622,6 +625,7 @@ static int cmd_mount(int argc, char **argv)
 			.max_connections = cfg.max_connections,
 			.max_retries = cfg.max_retries,
 			.stall_timeout_ms = cfg.stall_timeout_s * 1000,
+			.adaptive_rate = cfg.adaptive_rate,
 		};
 		if (objstore_open(&os, &store, cred_desc, sizeof(cred_desc), err, sizeof(err)) != TFS_OK) {
 			fprintf(stderr, "tierfs: %s\n", err);

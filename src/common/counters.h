@@ -126,6 +126,14 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "Requests retried.", "s3 retries", os.retries) \
 	X(S3_ERRORS, "s3", "errors", TFS_CK_COUNT, TFS_CU_COUNT, "s3_errors_total", NULL, \
 	  "Requests failed after retries.", "s3 errors", os.errors) \
+	X(S3_THROTTLES, "s3", "throttles", TFS_CK_COUNT, TFS_CU_COUNT, "s3_throttles_total", NULL, \
+	  "Answers asking the client to slow down (503 SlowDown, 429).", "s3 throttles", \
+	  os.throttles) \
+	X(S3_RATE_WAITS, "s3", "rate_waits", TFS_CK_COUNT, TFS_CU_COUNT, "s3_rate_waits_total", \
+	  NULL, "Requests that waited for the send rate after a throttle.", NULL, os.rate_waits) \
+	X(S3_RATE_LIMIT, "s3", "rate_limit", TFS_CK_STATE, TFS_CU_COUNT, "s3_rate_limit", NULL, \
+	  "Requests per second the client sends at most now (0: no limit).", "s3 rate limit", \
+	  os.rate_limit) \
 	X(S3_BYTES, "s3", "bytes", TFS_CK_COUNT, TFS_CU_BYTES, "s3_received_bytes_total", NULL, \
 	  "Bytes received from the object store.", "s3 bytes", os.bytes_received) \
 	X(STORE_FETCHES, "store", "fetches", TFS_CK_COUNT, TFS_CU_COUNT, "store_fetches_total", \

@@ -57,6 +57,9 @@ struct objstore_stats {
 	uint64_t retries;
 	uint64_t errors;           /* calls that failed after retries */
 	uint64_t bytes_received;   /* body bytes of successful GETs */
+	uint64_t throttles;        /* answers asking to slow down (503 SlowDown, 429) */
+	uint64_t rate_waits;       /* requests that waited for the send rate */
+	uint64_t rate_limit;       /* requests/s the client sends at most now; 0 = no limit */
 	/* Duration of every completed attempt (connect if any, send, wait,
 	 * receive; not the wait for a connection nor backoff sleeps),
 	 * success or failure, retries included.  Read it with

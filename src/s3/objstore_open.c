@@ -128,6 +128,7 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 			.stall_timeout_ms = src->stall_timeout_ms,
 			.connect_timeout_ms = src->connect_timeout_ms,
 			.request_timeout_ms = src->request_timeout_ms,
+			.adaptive_rate = src->adaptive_rate,
 		};
 
 		tfs_errinfo_clear(&ei);

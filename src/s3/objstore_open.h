@@ -37,6 +37,7 @@ struct objstore_source {
 	const char *profile;         /* --profile, or NULL */
 	unsigned max_connections, max_retries, stall_timeout_ms; /* as s3_config */
 	unsigned connect_timeout_ms, request_timeout_ms;          /* as s3_config */
+	bool adaptive_rate;                                       /* as s3_config */
 	bool skip_check;             /* tools: no credentials fetch, no LIST */
 };
 

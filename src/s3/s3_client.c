@@ -24,6 +24,17 @@
  * When retries run out the error is what the last attempt saw: IO for
  * transient failures, CONNECT for connect failures, never NOENT.
  *
+ * Throttles (503 SlowDown, 429) are counted; with cfg->adaptive_rate they
+ * also lower the client's own send rate (send_rate.h): once the store has
+ * asked to slow down, every attempt takes a token first, waiting for one
+ * before it borrows a handle, so that a store that limits requests sees
+ * fewer of them instead of each call spending its retries against the
+ * limit; and a throttled call is retried, paced, for as long as its
+ * max_retries backoffs could take at their longest (max_retries x
+ * backoff_max) rather than for a count of attempts.  (Off by default, as
+ * in the AWS SDKs: the rate is the client's, so a throttled prefix slows
+ * the requests for every other one too.)
+ *
  * Invariants: at most max_connections easy handles exist; every body read
  * into memory is bounded (caller's buffer, S3_LIST_BODY_MAX,
  * S3_ERR_BODY_MAX) and so are response headers (S3_HEADERS_MAX); secrets
@@ -62,6 +73,7 @@
 #include "common/rand.h"
 #include "s3/s3_client_internal.h"
 #include "s3/s3_xml.h"
+#include "s3/send_rate.h"
 #include "s3/sigv4.h"
 
 #define S3_LIST_BODY_MAX (16u * 1024 * 1024)
@@ -91,6 +103,7 @@ struct s3_client {
 	enum s3_dialect dialect;
 	char *ca_bundle;             /* NULL = curl default */
 	bool aws;                    /* endpoint derived from the region */
+	bool adaptive;               /* cfg->adaptive_rate */
 	unsigned max_conn, max_retries, backoff_base_ms, backoff_max_ms;
 	long connect_timeout_ms, stall_ms, stall_s, request_timeout_ms;
 
@@ -99,6 +112,7 @@ struct s3_client {
 	CURL **idle;                 /* max_conn slots, LIFO: warm first */
 	unsigned n_idle, n_open;
 
+	struct send_rate *rate;      /* the send rate after a throttle */
 	CURLSH *share;               /* DNS cache and TLS sessions */
 	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
 
@@ -377,6 +391,7 @@ static void client_free_fields(struct s3_client *c)
 	free(c->region);
 	cred_provider_free(c->creds);
 	free(c->ca_bundle);
+	send_rate_free(c->rate);
 	free(c);
 }
 
@@ -412,6 +427,10 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	c->creds = creds;            /* owned from here on */
 	c->dialect = cfg->dialect;
 	latency_hist_init(&c->st_latency);
+	c->adaptive = cfg->adaptive_rate;
+	c->rate = send_rate_new(cfg->adaptive_rate);
+	if (!c->rate)
+		goto oom;
 	c->region = strdup(cfg->region && *cfg->region ? cfg->region : "us-east-1");
 	c->bucket = strdup(cfg->bucket);
 	if (!c->region || !c->bucket)
@@ -585,6 +604,14 @@ void s3_client_stats(struct s3_client *c, struct objstore_stats *out)
 	out->errors = atomic_load_explicit(&c->st_errors, memory_order_relaxed);
 	out->bytes_received = atomic_load_explicit(&c->st_bytes, memory_order_relaxed);
 	latency_hist_snapshot(&c->st_latency, &out->latency);
+	{
+		struct send_rate_stats rs;
+
+		send_rate_stats(c->rate, &rs);
+		out->throttles = rs.throttles;
+		out->rate_waits = rs.waits;
+		out->rate_limit = (uint64_t)rs.rate;
+	}
 }
 
 static void stat_add(_Atomic uint64_t *ctr, uint64_t n)
@@ -1117,7 +1144,8 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	struct s3_xfer x = { .op = op, .stall_ms = c->stall_ms };
 	struct curl_slist *hdrs = NULL;
 	struct cred *cr = NULL;
-	int64_t t0;
+	int64_t t0 = 0;
+	double took, wait;
 	CURLcode cc;
 	CURL *h;
 	int rc;
@@ -1132,6 +1160,15 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 		if (rc)
 			return rc;
 		*used = cr;
+	}
+	/* and for a token, when the store has asked to slow down */
+	took = (double)mono_ns() / 1e9;
+	wait = send_rate_take(c->rate, took);
+	if (wait > 0) {
+		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+
+		while (nanosleep(&ts, &ts) != 0)
+			;
 	}
 	h = pool_get(c);
 	if (!h)
@@ -1182,6 +1219,9 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	}
 	rc = op->check ? op->check(op, &x, op->ctx, retry, ei) : TFS_OK;
 out_handle:
+	if (x.status > 0)   /* the store answered: a throttle, or not */
+		send_rate_answer(c->rate, took, (double)mono_ns() / 1e9,
+				 send_rate_is_throttle((int)x.status, ei->code));
 	/* A handle stays in the pool whatever happened: curl drops a broken
 	 * connection by itself and the next perform opens a new one.  Reset
 	 * it so that no pointer into this stack frame outlives the call. */
@@ -1198,6 +1238,7 @@ static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 	char *url = NULL;
 	uint64_t rng = 0;
 	unsigned tries = 0;
+	int64_t started = mono_ns();
 	bool retry, connect, renewed = false;
 	int rc;
 
@@ -1226,7 +1267,13 @@ static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 		limit = c->max_retries;
 		if (connect && limit > S3_CONNECT_RETRIES)
 			limit = S3_CONNECT_RETRIES;
-		if (tries >= limit)
+		/* adaptive: a throttled call, paced from now on, is retried for
+		 * as long as its retries could take at their longest, not for a
+		 * count of them (each one paced may still meet the limit while
+		 * the rate is being learned) */
+		if (tries >= limit &&
+		    !(c->adaptive && send_rate_is_throttle(ei->http_status, ei->code) &&
+		      mono_ns() - started < (int64_t)limit * c->backoff_max_ms * 1000000))
 			break;
 		tries++;
 		stat_add(&c->st_retries, 1);

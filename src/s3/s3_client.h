@@ -57,6 +57,9 @@ struct s3_config {
 	                            * 0 = 15000, at least 1000, ~1 s granularity */
 	unsigned request_timeout_ms; /* abort an attempt that has not ended this
 	                            * long after it started; 0 = no bound */
+	bool adaptive_rate;        /* after a throttle (503 SlowDown, 429), pace
+	                            * every request to a learned rate
+	                            * (send_rate.h); else only retries back off */
 };
 
 struct s3_client;

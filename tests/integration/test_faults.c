@@ -724,6 +724,85 @@ Test(faults, throttled_10pct_then_all_for_5s_bytes_exact_others_flow)
 	it_unmount_ok(&env, &mnt);
 }
 
+/* A store that admits 10 requests a second, 16 readers of 64 small files
+ * at once, the default retry budget (6).  Each retry on its own (standard
+ * mode) keeps coming back at the limit and many reads end in EIO; with
+ * --retry-mode adaptive the mount learns the rate from the SlowDowns and
+ * paces its requests to it, and every read gets its bytes. */
+#define RL_FILES 64
+#define RL_READERS 16
+#define RL_SIZE 100000u
+
+static void *rl_reader(void *arg)
+{
+	struct reader *rs = arg;
+
+	for (unsigned i = 0; i < RL_FILES / RL_READERS; i++)
+		reader_main(&rs[i * RL_READERS]);
+	return NULL;
+}
+
+/* Read RL_FILES files under the limit with the given retry mode; the
+ * reads that failed. */
+static unsigned read_under_limit(const char *mode, struct reader *rs)
+{
+	const char *extra[] = { "--retry-mode", mode, "--read-ahead", "0", "--scan-prefetch", "0",
+				NULL };
+	pthread_t th[RL_READERS];
+	char key[32];
+	unsigned failed = 0;
+
+	mount_via_proxy(extra);
+	for (unsigned i = 0; i < RL_FILES; i++) {
+		it_fmt(key, sizeof(key), "rl/%02u.bin", i);
+		lookup_ok(key, RL_SIZE);
+		path_of(key, rs[i].path, sizeof(rs[i].path));
+		rs[i].seed = 0x71 + i;
+		rs[i].size = RL_SIZE;
+	}
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	shape("req_rate=10&req_burst=10");
+	for (unsigned t = 0; t < RL_READERS; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, rl_reader, &rs[t]), 0);
+	for (unsigned t = 0; t < RL_READERS; t++)
+		pthread_join(th[t], NULL);
+	shape("req_rate=0");
+	for (unsigned i = 0; i < RL_FILES; i++)
+		failed += rs[i].err != 0;
+	if (failed) {
+		char *log = it_mount_log(&mnt);
+		size_t ll = strlen(log);
+
+		cr_log_warn("daemon log ends: %s", log + (ll > 6000 ? ll - 6000 : 0));
+		free(log);
+	}
+	cr_log_info("--retry-mode %s: %u of %u reads failed; %lld SlowDowns; s3.throttles %lld, "
+		    "s3.rate_waits %lld", mode, failed, RL_FILES, it_proxy_stat(&proxy, "slowdowns"),
+		    it_daemon_stat(&mnt, "s3.throttles"), it_daemon_stat(&mnt, "s3.rate_waits"));
+	return failed;
+}
+
+Test(faults, adaptive_retry_mode_reads_everything_under_a_request_rate_limit)
+{
+	struct reader rs[RL_FILES];
+	char key[32];
+	struct it_obj objs[RL_FILES];
+
+	for (unsigned i = 0; i < RL_FILES; i++) {
+		it_fmt(key, sizeof(key), "rl/%02u.bin", i);
+		objs[i] = (struct it_obj){ strdup(key), 0x71 + i, RL_SIZE };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, RL_FILES, 4), 0);
+	for (unsigned i = 0; i < RL_FILES; i++)
+		free((char *)objs[i].key);
+	cr_expect_eq(read_under_limit("adaptive", rs), 0, "reads failed in adaptive mode");
+	for (unsigned i = 0; i < RL_FILES; i++)
+		reader_check(&rs[i]);
+	cr_expect_gt(it_daemon_stat(&mnt, "s3.throttles"), 0, "the limit was never hit");
+	cr_expect_gt(it_daemon_stat(&mnt, "s3.rate_waits"), 0, "no request was paced");
+	it_unmount_ok(&env, &mnt);
+}
+
 /* ---- the store unreachable: stale-if-error ------------------------------ */
 
 #define S_FILES 3

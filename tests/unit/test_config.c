@@ -244,3 +244,30 @@ Test(config, eviction_policies_per_tier)
 	cr_assert_eq(c.ssd_policy, EVICT_LFU, "a bad value keeps the previous one");
 	config_release(&c);
 }
+
+Test(config, retry_mode_standard_adaptive_and_the_sdk_variable)
+{
+	struct tierfs_config c;
+
+	unsetenv("AWS_RETRY_MODE");
+	config_init(&c);
+	cr_assert(!c.adaptive_rate, "standard by default");
+	cr_assert_eq(config_set(&c, "retry-mode", "adaptive", err, sizeof(err)), 0, "%s", err);
+	cr_assert(c.adaptive_rate);
+	cr_assert_neq(config_set(&c, "retry-mode", "legacy", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "standard or adaptive"), "%s", err);
+	cr_assert(c.adaptive_rate, "a bad value keeps the previous one");
+	cr_assert_eq(config_set(&c, "retry-mode", "standard", err, sizeof(err)), 0, "%s", err);
+	cr_assert(!c.adaptive_rate);
+	config_release(&c);
+
+	setenv("AWS_RETRY_MODE", "adaptive", 1);
+	config_init(&c);
+	cr_assert(c.adaptive_rate, "AWS_RETRY_MODE=adaptive is the default then");
+	config_release(&c);
+	setenv("AWS_RETRY_MODE", "standard", 1);
+	config_init(&c);
+	cr_assert(!c.adaptive_rate);
+	config_release(&c);
+	unsetenv("AWS_RETRY_MODE");
+}
