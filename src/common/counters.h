@@ -68,7 +68,7 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(fills_failed, TFS_CK_COUNT, TFS_CU_COUNT, "tier_fills_failed_total", \
 	  "Fills that failed.", NULL) \
 	X(queued, TFS_CK_STATE, TFS_CU_COUNT, "tier_queued", \
-	  "Chunks waiting for the tier's writer (SSD write-behind).", NULL) \
+	  "Jobs the tier's writer has not finished (write-behind stores, copies, drops).", NULL) \
 	X(ahead_bytes, TFS_CK_STATE, TFS_CU_BYTES, "tier_ahead_bytes", \
 	  "Bytes a scan fetched ahead into the tier and its reader has not read yet.", \
 	  "fetched ahead, unread") \

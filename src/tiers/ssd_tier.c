@@ -1215,8 +1215,12 @@ static void *writer_main(void *arg)
 				}
 				if (kept == WRITE_BATCH_JOBS)
 					break;
+				/* entries doomed since d was taken go first: the
+				 * next job may store one of their chunks again, at
+				 * the same place, and its bytes and record must not
+				 * be deleted after they are written */
 				pthread_mutex_lock(&t->lock);
-				j = job_pop(t, true);
+				j = t->doomed ? NULL : job_pop(t, true);
 				pthread_mutex_unlock(&t->lock);
 				if (!j)
 					break;
@@ -2703,7 +2707,9 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->ahead_evicted = atomic_load(&t->ahead_evicted);
 	out->capacity = t->capacity;
 	pthread_mutex_lock(&t->lock);
-	out->queued = t->q_stores;
+	/* every job not finished, copies and drops included, and a doomed
+	 * batch not yet deleted: 0 means the disk matches the counts */
+	out->queued = (t->seq_queued - t->seq_done) + (t->doomed || t->doomed_busy ? 1 : 0);
 	out->ahead_bytes = t->ahead_bytes;
 	out->entries = t->entries;
 	out->bytes_used = t->bytes_used;

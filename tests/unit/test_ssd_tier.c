@@ -344,6 +344,42 @@ Test(ssd_tier, flipped_data_byte_is_a_counted_miss_and_dropped)
 	ssd_tier_close(t);
 }
 
+/* A chunk found bad is dropped (the writer deletes its record and
+ * punches its bytes out later) and stored again at once, at the same
+ * place, while the writer is busy with other chunks: the copy stored
+ * again must not be deleted with the bad one.  Rounds of it, each with a
+ * few chunks queued just before so that the writer is mid-batch; after
+ * each, the chunk reads back exactly; at the end the files hold what the
+ * tier counts. */
+Test(ssd_tier, a_chunk_stored_again_while_its_bad_copy_is_deleted_survives)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t = tier_open(&cfg);
+	struct chunk_id a = { "again", "e", 0 };
+	char path[512], busy_key[32];
+	uint64_t alloc;
+
+	cr_assert(store(t, &a, CS));
+	ssd_tier_flush(t);
+	for (int round = 0; round < 200; round++) {
+		corrupt_byte(path, chunk_path(&a, path, sizeof(path)) + 100 + round);
+		snprintf(busy_key, sizeof(busy_key), "busy-%d", round);
+		for (uint64_t k = 0; k < 10; k++) {
+			struct chunk_id o = { busy_key, "e", k };
+
+			cr_assert(store(t, &o, CS));
+		}
+		cr_assert_not(read_ok(t, &a, CS), "round %d: the bad copy hit", round);
+		cr_assert(store(t, &a, CS), "round %d: not stored again", round);
+		ssd_tier_flush(t);
+		cr_assert(read_ok(t, &a, CS),
+			  "round %d: the copy stored again was deleted with the bad one", round);
+	}
+	alloc = allocated_bytes(cdir);
+	cr_assert_geq(alloc, stats(t).bytes_used, "the files hold less than the tier counts");
+	ssd_tier_close(t);
+}
+
 /* A chunk is checked block by block: a flipped byte fails only reads of
  * its block (a counted miss that drops the chunk); reads of its chunk's
  * other blocks before it, and other chunks, hit. */
