@@ -1727,25 +1727,39 @@ int s3_client_get_meta(struct s3_client *c, const char *key, const char *meta_na
 	return rc;
 }
 
-int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *ei)
+/* DELETE path (encoded): an object, or the bucket itself. */
+static int delete_path(struct s3_client *c, const char *path, struct tfs_errinfo *ei)
 {
 	struct tfs_errinfo local;
-	char *path = NULL;
+	struct s3_op op = {
+		.method = "DELETE", .path = path, .query = "",
+		.payload_hash = S3_EMPTY_SHA256, .rx = RX_NONE,
+	};
 	int rc;
 
 	tfs_errinfo_clear(&local);
-	rc = key_path(c, key, &path);
-	if (rc == TFS_OK) {
-		struct s3_op op = {
-			.method = "DELETE", .path = path, .query = "",
-			.payload_hash = S3_EMPTY_SHA256, .rx = RX_NONE,
-		};
-		rc = s3_run(c, &op, &local);
-	}
-	free(path);
+	rc = s3_run(c, &op, &local);
 	if (ei)
 		*ei = local;
 	return rc;
+}
+
+int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *ei)
+{
+	char *path = NULL;
+	int rc = key_path(c, key, &path);
+
+	if (rc == TFS_OK)
+		rc = delete_path(c, path, ei);
+	else if (ei)
+		tfs_errinfo_clear(ei);
+	free(path);
+	return rc;
+}
+
+int s3_client_delete_bucket(struct s3_client *c, struct tfs_errinfo *ei)
+{
+	return delete_path(c, bucket_level_path(c), ei);
 }
 
 int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei)

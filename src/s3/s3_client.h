@@ -96,6 +96,9 @@ int s3_client_delete(struct s3_client *c, const char *key, struct tfs_errinfo *e
 /* PUT the bucket; one we already own counts as success.  A
  * LocationConstraint is sent only to AWS outside us-east-1. */
 int s3_client_create_bucket(struct s3_client *c, struct tfs_errinfo *ei);
+/* DELETE the bucket (it must be empty: else TFS_E_* from the server's
+ * BucketNotEmpty).  For tools and tests; tierfs never deletes a bucket. */
+int s3_client_delete_bucket(struct s3_client *c, struct tfs_errinfo *ei);
 
 /* Calls of a cache kept in a bucket (tiers/shared_tier.h): an object and
  * one user-metadata value (x-amz-meta-NAME) beside its bytes.  meta_name:

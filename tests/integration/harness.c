@@ -952,6 +952,23 @@ int it_bucket_create(const struct it_env *env, const char *tag, struct it_bucket
 	return rc;
 }
 
+void it_bucket_remove(struct it_bucket *b)
+{
+	struct tfs_errinfo ei;
+	int rc;
+
+	if (!b->client)
+		return;
+	/* best effort: what cannot be deleted is left for the throwaway
+	 * server's end, as before */
+	if (it_bucket_empty(b) == 0) {
+		rc = s3_client_delete_bucket(b->client, &ei);
+		if (rc != TFS_OK)
+			report("delete bucket", b->name, rc, &ei);
+	}
+	it_bucket_close(b);
+}
+
 void it_bucket_close(struct it_bucket *b)
 {
 	if (b->client)

@@ -91,6 +91,10 @@ int it_bucket_empty(struct it_bucket *b);
 
 /* Free the client (the bucket itself stays). */
 void it_bucket_close(struct it_bucket *b);
+/* Empty the bucket, delete it and free the client: what a fixture does at
+ * its end, so that runs in a row do not pile buckets up on the server.
+ * Failures are reported, not fatal. */
+void it_bucket_remove(struct it_bucket *b);
 
 /* PUT key with the given bytes / with size bytes of the stream for seed.
  * 0 or a tfs_err (detail printed to stderr). */

@@ -65,8 +65,7 @@ static void cache_fini(void)
 		umount2(tmpfs_dir, MNT_DETACH);
 	it_proxy_stop(&proxy);
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 }
 

@@ -70,8 +70,7 @@ static void crash_fini(void)
 	if (tmpfs_dir[0])
 		umount2(tmpfs_dir, MNT_DETACH);
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 }
 

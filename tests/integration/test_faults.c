@@ -56,8 +56,7 @@ static void faults_fini(void)
 	it_cleanup();
 	it_proxy_stop(&proxy);
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 }
 

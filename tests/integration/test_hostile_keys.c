@@ -151,8 +151,7 @@ static void hostile_fini(void)
 {
 	it_cleanup();
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 	for (size_t i = 0; i < n_keys; i++) {
 		free(keys[i].key);
@@ -550,8 +549,7 @@ Test(hostile, big_prefix_through_radosgw, .timeout = 1800)
 	cr_expect_lt(grew, 256L * 1024, "the daemon grew by %ld KiB", grew);
 	cr_expect_lt(secs, 300.0);
 	it_unmount_ok(&env, &m);
-	it_bucket_empty(&big);
-	it_bucket_close(&big);
+	it_bucket_remove(&big);
 	for (unsigned i = 0; i < BIG_KEYS; i++)
 		free((char *)objs[i].key);
 	free(objs);

@@ -278,8 +278,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 		return;
 	struct it_bucket b;
 	if (it_bucket_open(&env, name, &b) == 0) {
-		it_bucket_empty(&b);
-		it_bucket_close(&b);
+		it_bucket_remove(&b);
 	}
 }
 

@@ -38,8 +38,7 @@ static void errors_fini(void)
 {
 	it_cleanup();
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 }
 

@@ -42,8 +42,7 @@ static void sec_fini(void)
 {
 	it_cleanup();
 	if (bucket.client) {
-		it_bucket_empty(&bucket);
-		it_bucket_close(&bucket);
+		it_bucket_remove(&bucket);
 	}
 }
 

@@ -47,12 +47,10 @@ static void shared_fini(void)
 	it_cleanup();
 	it_proxy_stop(&proxy);
 	if (origin.client) {
-		it_bucket_empty(&origin);
-		it_bucket_close(&origin);
+		it_bucket_remove(&origin);
 	}
 	if (shared.client) {
-		it_bucket_empty(&shared);
-		it_bucket_close(&shared);
+		it_bucket_remove(&shared);
 	}
 }
 
