@@ -224,6 +224,11 @@ static void run_epochs(const struct dataset *d, enum order ord, int epochs, long
 			read_file(d, order[k]);
 		settle();
 		fetched[e] = it_daemon_stat(&mnt, "store.bytes") - before;
+		cr_log_info("epoch %d: fetched %lld; SSD %lld bytes in %lld chunks, %lld dropped, "
+			    "%lld rejected, %lld evicted so far", e + 1, fetched[e],
+			    it_daemon_stat(&mnt, "ssd.bytes_used"), it_daemon_stat(&mnt, "ssd.entries"),
+			    it_daemon_stat(&mnt, "ssd.dropped"), it_daemon_stat(&mnt, "ssd.rejected"),
+			    it_daemon_stat(&mnt, "ssd.evictions"));
 	}
 }
 
