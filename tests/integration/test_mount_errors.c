@@ -215,7 +215,7 @@ Test(errors, daemon_mode_then_sigterm)
 	pid_t pid = daemon_mount(dir, sizeof(dir));
 	check_file(dir);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
-	int st = it_wait_pid(pid, 10.0);
+	int st = it_wait_pid(pid, 60.0);
 	cr_expect_eq(st, 0, "daemon exit status after SIGTERM: %d", st);
 	cr_expect_not(it_is_fuse_mount(dir), "still mounted after the daemon exited");
 }
@@ -231,7 +231,7 @@ Test(errors, daemon_mode_then_unmount_command)
 	cr_expect_eq(r.status, 0, "tierfs unmount: %d: %s", r.status, r.out);
 	cr_expect_not(it_is_fuse_mount(dir), "still mounted after tierfs unmount");
 	it_run_release(&r);
-	int st = it_wait_pid(pid, 10.0);
+	int st = it_wait_pid(pid, 60.0);
 	cr_expect_eq(st, 0, "daemon exit status after unmount: %d", st);
 }
 
@@ -242,7 +242,7 @@ static void foreground_signal(int sig)
 		cr_assert_fail("mount failed: %s", it_mount_log(&m));
 	check_file(m.dir);
 	cr_assert_eq(kill(m.pid, sig), 0);
-	int st = it_wait_pid(m.pid, 10.0);
+	int st = it_wait_pid(m.pid, 60.0);
 	if (st >= 0)
 		m.pid = 0;
 	char *log = it_mount_log(&m);
@@ -274,7 +274,7 @@ Test(errors, foreground_unmount_command)
 	cr_expect_eq(r.status, 0, "tierfs unmount: %d: %s", r.status, r.out);
 	it_run_release(&r);
 	cr_expect_not(it_is_fuse_mount(m.dir), "still mounted after tierfs unmount");
-	int st = it_wait_pid(m.pid, 10.0);
+	int st = it_wait_pid(m.pid, 60.0);
 	if (st >= 0)
 		m.pid = 0;
 	cr_expect_eq(st, 0, "foreground daemon exit status after unmount: %d", st);
