@@ -227,7 +227,7 @@ Test(errors, daemon_mode_then_unmount_command)
 	check_file(dir);
 	const char *args[] = { "unmount", dir, NULL };
 	struct it_run r;
-	cr_assert_eq(it_run_tierfs(&env, args, NULL, 10.0, &r), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60.0, &r), 0);
 	cr_expect_eq(r.status, 0, "tierfs unmount: %d: %s", r.status, r.out);
 	cr_expect_not(it_is_fuse_mount(dir), "still mounted after tierfs unmount");
 	it_run_release(&r);
@@ -270,7 +270,7 @@ Test(errors, foreground_unmount_command)
 	check_file(m.dir);
 	const char *args[] = { "unmount", m.dir, NULL };
 	struct it_run r;
-	cr_assert_eq(it_run_tierfs(&env, args, NULL, 10.0, &r), 0);
+	cr_assert_eq(it_run_tierfs(&env, args, NULL, 60.0, &r), 0);
 	cr_expect_eq(r.status, 0, "tierfs unmount: %d: %s", r.status, r.out);
 	it_run_release(&r);
 	cr_expect_not(it_is_fuse_mount(m.dir), "still mounted after tierfs unmount");
