@@ -162,6 +162,7 @@ void evict_policy_set_weight_capacity(struct evict_policy *p, uint64_t wcap)
 	if (p->size != 0 || wcap == 0)
 		return;
 	p->wcap = wcap;
+	p->weighted = true;
 	if (p->kind == EVICT_TINYLFU)
 		evict_tinylfu_reweigh(p);
 }
@@ -225,6 +226,56 @@ size_t evict_policy_size(const struct evict_policy *p)
 size_t evict_policy_capacity(const struct evict_policy *p)
 {
 	return p->capacity;
+}
+
+bool evict_policy_grow(struct evict_policy *p, size_t capacity)
+{
+	size_t old = p->capacity, n_slots = 16;
+	struct evict_node *nodes;
+	struct evict_slot *slots;
+
+	if (capacity <= old)
+		return true;
+	if (capacity > EVICT_MAX_CAPACITY)
+		return false;
+	while (n_slots < 2 * capacity)
+		n_slots <<= 1;
+	/* a bigger node array changes nothing by itself: node numbers stay */
+	nodes = realloc(p->nodes, capacity * sizeof(*nodes));
+	if (!nodes)
+		return false;
+	p->nodes = nodes;
+	slots = malloc(n_slots * sizeof(*slots));
+	if (!slots)
+		return false;
+	if (p->ops->grow && !p->ops->grow(p, capacity)) {
+		free(slots);
+		return false;
+	}
+	memset(&nodes[old], 0, (capacity - old) * sizeof(*nodes));
+	for (size_t i = old; i < capacity; i++)
+		nodes[i].link.next = i + 1 < capacity ? (uint32_t)(i + 1) : p->free_head;
+	p->free_head = (uint32_t)old;
+	for (size_t i = 0; i < n_slots; i++)
+		slots[i].node = EVICT_NIL;
+	{
+		struct evict_slot *was = p->slots;
+		size_t was_n = p->slot_mask + 1;
+
+		p->slots = slots;
+		p->slot_mask = n_slots - 1;
+		for (size_t i = 0; i < was_n; i++)
+			if (was[i].node != EVICT_NIL)
+				index_add(p, was[i].key, was[i].node);
+		free(was);
+	}
+	p->capacity = capacity;
+	if (!p->weighted) {
+		p->wcap = capacity;
+		if (p->kind == EVICT_TINYLFU)
+			evict_tinylfu_reweigh(p);
+	}
+	return true;
 }
 
 bool evict_policy_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,

@@ -71,6 +71,13 @@ void evict_policy_remove(struct evict_policy *p, uint64_t key);
 bool evict_policy_contains(const struct evict_policy *p, uint64_t key);
 size_t evict_policy_size(const struct evict_policy *p);
 size_t evict_policy_capacity(const struct evict_policy *p);
+/* Raise the key capacity to capacity (no-op if not above it), keeping
+ * every resident key, its place and its statistics, and W-TinyLFU's
+ * frequency estimates.  For a weighted tier whose keys turn out smaller
+ * than its key capacity assumed (small files), so that it holds its
+ * bytes, not a key per assumed chunk.  false when out of memory (the
+ * policy is unchanged and still whole). */
+bool evict_policy_grow(struct evict_policy *p, size_t capacity);
 
 /* Pinned keys cannot be evicted now (a RAM chunk being replied from);
  * the caller says which.  NULL = nothing is pinned. */

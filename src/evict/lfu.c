@@ -102,6 +102,18 @@ static bool lfu_init(struct evict_policy *p)
 	return true;
 }
 
+static bool lfu_grow(struct evict_policy *p, size_t capacity)
+{
+	struct evict_lfu *l = &p->u.lfu;
+	uint32_t *dense = realloc(l->dense, capacity * sizeof(*dense));
+
+	if (!dense)
+		return false;
+	l->dense = dense;
+	l->decay_period = (uint64_t)capacity * LFU_DECAY_MULT;
+	return true;
+}
+
 static void lfu_release(struct evict_policy *p)
 {
 	free(p->u.lfu.dense);
@@ -249,6 +261,7 @@ static bool lfu_check(const struct evict_policy *p)
 
 const struct evict_ops evict_lfu_ops = {
 	.init = lfu_init,
+	.grow = lfu_grow,
 	.release = lfu_release,
 	.access = lfu_access,
 	.insert = lfu_insert,

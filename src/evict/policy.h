@@ -114,6 +114,10 @@ struct evict_ops {
 	void (*remove)(struct evict_policy *p, uint32_t node);   /* before unindexing */
 	bool (*victim)(struct evict_policy *p, evict_pinned_fn pinned, void *ctx,
 		       uint64_t *victim);
+	/* The key capacity grows from p->capacity to capacity: resize what
+	 * depends on it; false when out of memory (nothing changed).  NULL:
+	 * nothing to do. */
+	bool (*grow)(struct evict_policy *p, size_t capacity);
 	/* NULL: always admit.  victim_node may be EVICT_NIL. */
 	bool (*admit)(struct evict_policy *p, uint64_t candidate, uint32_t victim_node);
 	uint32_t (*stat_get)(const struct evict_policy *p, uint32_t node);
@@ -127,6 +131,7 @@ struct evict_policy {
 	size_t capacity;
 	size_t size;
 	uint64_t wcap;                 /* weight the tier holds (capacity unless set) */
+	bool weighted;                 /* wcap was set: weights are not key counts */
 	uint64_t weight;               /* of the resident keys */
 	uint64_t incoming;             /* weight of the key the next victim makes room for */
 	uint64_t clock;                /* accesses seen: the only time there is */

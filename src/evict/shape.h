@@ -24,7 +24,10 @@
  * on disk, and the tier by the blocks its bound holds. */
 #define EVICT_SSD_WEIGHT_UNIT 4096u
 /* SSD tier: a policy key per this many bytes of the bound (per chunk
- * when chunks are smaller), within these bounds. */
+ * when chunks are smaller), within these bounds, to begin with; while the
+ * tier's keys are smaller than that (files of a few KB), the key capacity
+ * doubles as it fills (evict_ssd_keys_next), so that the tier holds its
+ * bytes, not a key per 64 KiB of them. */
 #define EVICT_SSD_KEY_GRAIN (64u << 10)
 #define EVICT_SSD_KEYS_MIN 16
 #define EVICT_SSD_KEYS_MAX (4u << 20)
@@ -63,6 +66,20 @@ static inline uint64_t evict_ssd_keys(uint64_t bytes, uint64_t chunk_size)
 	if (keys > EVICT_SSD_KEYS_MAX)
 		keys = EVICT_SSD_KEYS_MAX;
 	return keys < EVICT_SSD_KEYS_MIN ? EVICT_SSD_KEYS_MIN : keys;
+}
+
+/* The next key capacity of an SSD tier of a bound of bytes whose keys are
+ * all taken while its bytes are not: twice cur, at most a key per weight
+ * unit of the bound and EVICT_SSD_KEYS_MAX; cur when it cannot grow. */
+static inline uint64_t evict_ssd_keys_next(uint64_t cur, uint64_t bytes)
+{
+	uint64_t max = bytes / EVICT_SSD_WEIGHT_UNIT;
+
+	if (max > EVICT_SSD_KEYS_MAX)
+		max = EVICT_SSD_KEYS_MAX;
+	if (max <= cur)
+		return cur;
+	return 2 * cur < max ? 2 * cur : max;
 }
 
 #endif

@@ -81,6 +81,58 @@ struct sketch *sketch_new(size_t capacity)
 	return s;
 }
 
+/* Copy n words of each of rows rows (old_words apart) into rows
+ * new_words apart, repeated new_words / old_words times. */
+static void replicate(uint64_t *to, const uint64_t *from, size_t rows, size_t old_words,
+		      size_t new_words)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t k = 0; k < new_words; k += old_words)
+			memcpy(&to[r * new_words + k], &from[r * old_words], old_words * sizeof(*to));
+}
+
+bool sketch_grow(struct sketch *s, size_t capacity)
+{
+	size_t width, dk_bits, row_words, dk_words;
+	uint64_t window = (uint64_t)capacity * SKETCH_WINDOW_MULT, *table, *dk;
+
+	if (capacity == 0 || capacity > EVICT_MAX_CAPACITY)
+		return false;
+	width = next_pow2(8 * capacity < ((size_t)1 << 32) ? 8 * capacity : (size_t)1 << 32, 16);
+	dk_bits = next_pow2(4 * (size_t)window, 64);
+	row_words = width / 16;
+	dk_words = dk_bits / 64;
+	if (row_words <= s->row_words) {
+		s->window = window > s->window ? window : s->window;
+		return true;
+	}
+	table = malloc(SKETCH_ROWS * row_words * sizeof(*table));
+	dk = malloc((dk_words > (s->dk_mask + 1) / 64 ? dk_words : (s->dk_mask + 1) / 64) *
+		    sizeof(*dk));
+	if (!table || !dk) {
+		free(table);
+		free(dk);
+		return false;
+	}
+	/* both widths are powers of two, and an index is a hash's low bits:
+	 * at twice the width a key's index is the old one or old + width */
+	replicate(table, s->table, SKETCH_ROWS, s->row_words, row_words);
+	if (dk_words > (s->dk_mask + 1) / 64) {
+		replicate(dk, s->dk, 1, (s->dk_mask + 1) / 64, dk_words);
+		s->dk_mask = dk_bits - 1;
+	} else {
+		memcpy(dk, s->dk, (s->dk_mask + 1) / 64 * sizeof(*dk));
+	}
+	free(s->table);
+	free(s->dk);
+	s->table = table;
+	s->dk = dk;
+	s->row_words = row_words;
+	s->width_mask = width - 1;
+	s->window = window;
+	return true;
+}
+
 void sketch_free(struct sketch *s)
 {
 	if (!s)

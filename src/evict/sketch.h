@@ -13,6 +13,7 @@
 #ifndef TIERFS_SKETCH_H
 #define TIERFS_SKETCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,11 @@ struct sketch;
  * arguments or out of memory. */
 struct sketch *sketch_new(size_t capacity);
 void sketch_free(struct sketch *s);
+/* Resize for a bigger capacity, keeping every estimate: a row of twice
+ * the width holds each old counter at both indexes a key may now map to
+ * (and the doorkeeper each bit), so no key's count drops and none rises.
+ * false when out of memory (s unchanged). */
+bool sketch_grow(struct sketch *s, size_t capacity);
 
 /* Count one occurrence of key (may trigger a reset). */
 void sketch_add(struct sketch *s, uint64_t key);

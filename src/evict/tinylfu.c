@@ -63,6 +63,7 @@
  */
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "evict/policy.h"
 #include "evict/sketch.h"
@@ -107,6 +108,34 @@ static bool tlfu_init(struct evict_policy *p)
 		sketch_free(t->sketch);
 		return false;
 	}
+	return true;
+}
+
+/* The sketch keeps its estimates; the ghost tables get their share of
+ * the new capacity, the new slots empty (ghost_used() already spreads
+ * them by the resident count). */
+static bool tlfu_grow(struct evict_policy *p, size_t capacity)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+	size_t len = capacity / GHOST_DIV ? capacity / GHOST_DIV : 1;
+	uint64_t *gw, *gm;
+
+	if (len <= t->ghost_len)
+		return sketch_grow(t->sketch, capacity);
+	gw = calloc(len, sizeof(*gw));
+	gm = calloc(len, sizeof(*gm));
+	if (!gw || !gm || !sketch_grow(t->sketch, capacity)) {
+		free(gw);
+		free(gm);
+		return false;
+	}
+	memcpy(gw, t->ghost_window, t->ghost_len * sizeof(*gw));
+	memcpy(gm, t->ghost_main, t->ghost_len * sizeof(*gm));
+	free(t->ghost_window);
+	free(t->ghost_main);
+	t->ghost_window = gw;
+	t->ghost_main = gm;
+	t->ghost_len = len;
 	return true;
 }
 
@@ -213,7 +242,7 @@ static void resize_window(struct evict_policy *p, uint64_t cap)
 	while (t->window.weight > t->window_cap) {
 		uint32_t n = t->window.tail;
 
-		if (p->wcap == p->capacity) {
+		if (!p->weighted) {
 			move_to(p, n, EVICT_TAG_PROBATION);
 			continue;
 		}
@@ -237,7 +266,7 @@ static uint64_t window_step(const struct evict_policy *p, unsigned keys)
 {
 	uint64_t step;
 
-	if (p->wcap == p->capacity)
+	if (!p->weighted)
 		return keys;
 	step = p->wcap * keys / WEIGHTED_STEP_DIV;
 	return step ? step : 1;
@@ -450,6 +479,7 @@ static bool tlfu_check(const struct evict_policy *p)
 
 const struct evict_ops evict_tinylfu_ops = {
 	.init = tlfu_init,
+	.grow = tlfu_grow,
 	.release = tlfu_release,
 	.access = tlfu_access,
 	.insert = tlfu_insert,

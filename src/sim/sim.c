@@ -113,6 +113,10 @@ static void ssd_offer(struct model_tier *m, uint64_t id, uint64_t size, struct s
 
 	if (size > m->cap)
 		return;
+	/* the tier's rule: bytes that fit with every key taken grow the keys */
+	if (m->used + size <= m->cap && evict_policy_size(m->p) >= evict_policy_capacity(m->p))
+		(void)evict_policy_grow(m->p, (size_t)evict_ssd_keys_next(evict_policy_capacity(m->p),
+									  m->cap));
 	while (m->used + size > m->cap || evict_policy_size(m->p) >= evict_policy_capacity(m->p)) {
 		uint64_t v;
 

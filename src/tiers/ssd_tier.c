@@ -146,6 +146,7 @@ struct ssd_tier {
 	uint64_t next_gen;
 	struct evict_policy *policy; /* the STORED entries, keyed by lo; NULL while loading */
 	enum evict_kind policy_kind;
+	uint64_t policy_bytes;       /* the bound the policy was sized for */
 	struct plan_slot *plans;     /* the loader's plan; NULL = none (under lock) */
 	struct job *q_head, *q_tail;
 	unsigned q_stores, q_drops;  /* q_stores: jobs on callers' buffers (<= queue_max) */
@@ -792,11 +793,19 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 
 		pthread_mutex_lock(&t->lock);
 		if ((!t->capacity || t->bytes_used + t->reserved + need <= t->capacity) &&
-		    (!check_fs || avail >= reserve + need) &&
-		    (need == 0 ||
-		     evict_policy_size(t->policy) < evict_policy_capacity(t->policy))) {
-			pthread_mutex_unlock(&t->lock);
-			return true;
+		    (!check_fs || avail >= reserve + need)) {
+			size_t keys = evict_policy_capacity(t->policy);
+
+			/* the bytes fit and only the keys are taken: small
+			 * chunks; more keys, not an eviction */
+			if (need > 0 && evict_policy_size(t->policy) >= keys)
+				(void)evict_policy_grow(t->policy,
+						(size_t)evict_ssd_keys_next(keys, t->policy_bytes));
+			if (need == 0 ||
+			    evict_policy_size(t->policy) < evict_policy_capacity(t->policy)) {
+				pthread_mutex_unlock(&t->lock);
+				return true;
+			}
 		}
 		if (n == 0 && key && t->plans &&
 		    plan_slot_future(t->plans, key, true) == PLAN_DONE) {
@@ -1686,6 +1695,7 @@ static int policy_load(struct ssd_tier *t)
 
 	if (!bytes && fstatvfs(t->dir_fd, &sv) == 0)
 		bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+	t->policy_bytes = bytes;
 	keys = evict_ssd_keys(bytes, t->chunk_size);
 	if (keys < t->entries)
 		keys = t->entries;

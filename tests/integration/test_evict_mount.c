@@ -355,6 +355,29 @@ Test(evict, small_files_fill_each_tier)
 	check_fill(&d, 2 * IT_MIB, 6 * IT_MIB);
 }
 
+/* 10 KB files (small images): the SSD tier holds its bytes, not a key per
+ * 64 KiB of them (which held a fifth of its size: its policy's key
+ * capacity grows as it fills with small chunks).  The RAM tier keeps a
+ * slot per 64 KiB and is not checked here. */
+Test(evict, ten_kb_files_fill_the_ssd_tier)
+{
+	uint64_t sizes[400];
+	struct dataset d;
+	long long used;
+
+	for (size_t i = 0; i < 400; i++)
+		sizes[i] = 10 * 1000;
+	dataset_put(&d, 400, sizes);
+	mount_sized("1M", "1M", "3M");
+	for (size_t i = 0; i < d.n; i++)
+		read_file(&d, i);
+	settle();
+	used = it_daemon_stat(&mnt, "ssd.bytes_used");
+	cr_expect_geq(used, 0.95 * 3 * IT_MIB, "SSD holds %lld of %u", used, 3 * IT_MIB);
+	cr_expect_leq(used, 3 * IT_MIB);
+	it_unmount_ok(&env, &mnt);
+}
+
 /* ---- the simulator predicts the daemon ----------------------------------
  * A run's own trace (`tierfs trace start`), replayed by tierfs-sim with
  * the mount's sizes and policies, gives the byte hit ratio the daemon

@@ -116,6 +116,51 @@ Test(evict, insert_remove_contains_are_idempotent)
 	}
 }
 
+/* Growing the key capacity keeps every resident key, its statistics and
+ * the policy's order, and makes room for more; for every kind, weighted
+ * and not. */
+Test(evict, grow_keeps_the_residents_and_makes_room)
+{
+	for (size_t i = 0; i < N_KINDS; i++) {
+		for (int weighted = 0; weighted < 2; weighted++) {
+			struct evict_policy *p = evict_policy_new(all_kinds[i], 16);
+			uint64_t v_before, v_after;
+
+			if (weighted)
+				evict_policy_set_weight_capacity(p, 1000);
+			for (uint64_t k = 0; k < 16; k++) {
+				evict_policy_access(p, k);
+				evict_policy_insert_weighted(p, k, 3);
+			}
+			for (uint64_t k = 0; k < 16; k += 3)   /* some keys hotter */
+				evict_policy_access(p, k);
+			cr_assert(evict_policy_victim(p, NULL, NULL, &v_before));
+			cr_assert(evict_policy_grow(p, 64));
+			cr_assert(evict_policy_check(p), "%s: after grow", evict_kind_name(all_kinds[i]));
+			cr_assert_eq(evict_policy_capacity(p), 64);
+			cr_assert_eq(evict_policy_size(p), 16);
+			for (uint64_t k = 0; k < 16; k++)
+				cr_assert(evict_policy_contains(p, k));
+			cr_assert(evict_policy_victim(p, NULL, NULL, &v_after));
+			cr_assert_eq(v_after, v_before, "%s: the victim changed with the capacity",
+				     evict_kind_name(all_kinds[i]));
+			for (uint64_t k = 100; k < 148; k++) {
+				evict_policy_access(p, k);
+				evict_policy_insert_weighted(p, k, 3);
+			}
+			cr_assert_eq(evict_policy_size(p), 64, "room for 48 more keys");
+			cr_assert(evict_policy_grow(p, 32), "smaller: a no-op");
+			cr_assert_eq(evict_policy_capacity(p), 64);
+			for (uint64_t k = 200; k < 1200; k++) {
+				cache_get(p, k, NULL);
+				cr_assert_leq(evict_policy_size(p), 64);
+			}
+			cr_assert(evict_policy_check(p));
+			evict_policy_free(p);
+		}
+	}
+}
+
 Test(evict, size_never_exceeds_capacity)
 {
 	for (size_t i = 0; i < N_KINDS; i++) {

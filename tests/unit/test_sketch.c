@@ -139,3 +139,27 @@ Test(sketch, restore_raises_without_counting_additions)
 	cr_assert_eq(sketch_reset_count(s), 0);
 	sketch_free(s);
 }
+
+/* Growing keeps every estimate: no key's count drops or rises, and the
+ * grown sketch goes on counting. */
+Test(sketch, grow_keeps_every_estimate)
+{
+	struct sketch *s = sketch_new(64);
+	unsigned before[2000];
+
+	cr_assert_not_null(s);
+	for (uint64_t k = 0; k < 2000; k++)
+		for (uint64_t r = 0; r < k % 5; r++)
+			sketch_add(s, k);
+	for (uint64_t k = 0; k < 2000; k++)
+		before[k] = sketch_estimate(s, k);
+	cr_assert(sketch_grow(s, 512));
+	for (uint64_t k = 0; k < 2000; k++)
+		cr_assert_eq(sketch_estimate(s, k), before[k], "key %llu: %u, was %u",
+			     (unsigned long long)k, sketch_estimate(s, k), before[k]);
+	cr_assert(sketch_grow(s, 100), "a smaller capacity is a no-op");
+	sketch_add(s, 7);
+	cr_assert_geq(sketch_estimate(s, 7), before[7]);
+	cr_assert_not(sketch_grow(s, 0));
+	sketch_free(s);
+}
