@@ -273,7 +273,7 @@ bool evict_policy_grow(struct evict_policy *p, size_t capacity)
 	if (!p->weighted) {
 		p->wcap = capacity;
 		if (p->kind == EVICT_TINYLFU)
-			evict_tinylfu_reweigh(p);
+			evict_tinylfu_grown(p);
 	}
 	return true;
 }

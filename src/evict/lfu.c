@@ -109,8 +109,9 @@ static bool lfu_grow(struct evict_policy *p, size_t capacity)
 
 	if (!dense)
 		return false;
+	/* decay_period stays: the keys' stamps are in its units, and a
+	 * longer one would make every resident key look fully decayed */
 	l->dense = dense;
-	l->decay_period = (uint64_t)capacity * LFU_DECAY_MULT;
 	return true;
 }
 

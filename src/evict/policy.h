@@ -103,6 +103,9 @@ struct evict_tinylfu {
  * segments' shares recomputed for a new weight capacity. */
 void evict_tinylfu_set_min_window(struct evict_policy *p, uint64_t n);
 void evict_tinylfu_reweigh(struct evict_policy *p);
+/* An unweighted W-TinyLFU's capacity grew: the window keeps its size and
+ * its floor, main's segments and the window's ceiling take the rest. */
+void evict_tinylfu_grown(struct evict_policy *p);
 
 struct evict_ops {
 	/* Allocate the policy's own state; false on out of memory. */

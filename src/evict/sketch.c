@@ -93,8 +93,8 @@ static void replicate(uint64_t *to, const uint64_t *from, size_t rows, size_t ol
 
 bool sketch_grow(struct sketch *s, size_t capacity)
 {
-	size_t width, dk_bits, row_words, dk_words;
-	uint64_t window = (uint64_t)capacity * SKETCH_WINDOW_MULT, *table, *dk;
+	size_t width, dk_bits, row_words, dk_words, old_dk_words = (s->dk_mask + 1) / 64;
+	uint64_t window = (uint64_t)capacity * SKETCH_WINDOW_MULT, *table = NULL, *dk = NULL;
 
 	if (capacity == 0 || capacity > EVICT_MAX_CAPACITY)
 		return false;
@@ -102,34 +102,30 @@ bool sketch_grow(struct sketch *s, size_t capacity)
 	dk_bits = next_pow2(4 * (size_t)window, 64);
 	row_words = width / 16;
 	dk_words = dk_bits / 64;
-	if (row_words <= s->row_words) {
-		s->window = window > s->window ? window : s->window;
-		return true;
-	}
-	table = malloc(SKETCH_ROWS * row_words * sizeof(*table));
-	dk = malloc((dk_words > (s->dk_mask + 1) / 64 ? dk_words : (s->dk_mask + 1) / 64) *
-		    sizeof(*dk));
-	if (!table || !dk) {
+	if (row_words > s->row_words && !(table = malloc(SKETCH_ROWS * row_words * sizeof(*table))))
+		return false;
+	if (dk_words > old_dk_words && !(dk = malloc(dk_words * sizeof(*dk)))) {
 		free(table);
-		free(dk);
 		return false;
 	}
-	/* both widths are powers of two, and an index is a hash's low bits:
-	 * at twice the width a key's index is the old one or old + width */
-	replicate(table, s->table, SKETCH_ROWS, s->row_words, row_words);
-	if (dk_words > (s->dk_mask + 1) / 64) {
-		replicate(dk, s->dk, 1, (s->dk_mask + 1) / 64, dk_words);
-		s->dk_mask = dk_bits - 1;
-	} else {
-		memcpy(dk, s->dk, (s->dk_mask + 1) / 64 * sizeof(*dk));
+	/* every size is a power of two and an index is a hash's low bits
+	 * (the doorkeeper's too: (a + k b) mod 2^n): at twice the size a
+	 * key's index is the old one or the old one + the old size */
+	if (table) {
+		replicate(table, s->table, SKETCH_ROWS, s->row_words, row_words);
+		free(s->table);
+		s->table = table;
+		s->row_words = row_words;
+		s->width_mask = width - 1;
 	}
-	free(s->table);
-	free(s->dk);
-	s->table = table;
-	s->dk = dk;
-	s->row_words = row_words;
-	s->width_mask = width - 1;
-	s->window = window;
+	if (dk) {
+		replicate(dk, s->dk, 1, old_dk_words, dk_words);
+		free(s->dk);
+		s->dk = dk;
+		s->dk_mask = dk_bits - 1;
+	}
+	if (window > s->window)
+		s->window = window;
 	return true;
 }
 

@@ -88,6 +88,16 @@ void evict_tinylfu_reweigh(struct evict_policy *p)
 		t->window_max = t->window_cap;
 }
 
+void evict_tinylfu_grown(struct evict_policy *p)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+
+	t->protected_cap = (p->wcap - t->window_cap) * 4 / 5;
+	t->window_max = p->wcap * WINDOW_MAX_PCT / 100;
+	if (t->window_max < t->window_cap)
+		t->window_max = t->window_cap;
+}
+
 static bool tlfu_init(struct evict_policy *p)
 {
 	struct evict_tinylfu *t = &p->u.tlfu;

@@ -57,6 +57,7 @@
 #include "s3/s3_client.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -234,7 +235,7 @@ static void backoff_sleep(const struct s3_client *c, unsigned attempt, uint64_t 
 
 	ts.tv_sec = (time_t)(ms / 1000);
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) != 0)
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
@@ -1167,7 +1168,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	if (wait > 0) {
 		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
 
-		while (nanosleep(&ts, &ts) != 0)
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
 	}
 	h = pool_get(c);

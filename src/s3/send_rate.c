@@ -88,7 +88,10 @@ double send_rate_take(struct send_rate *r, double now)
 		refill(r, now);
 		r->tokens -= 1;
 		if (r->tokens < 0) {
-			wait = -r->tokens / r->fill;
+			/* bounded: a wait reserved at a low rate is not slept in
+			 * full when the rate has grown since; the attempt then
+			 * meets the store's answer like any other */
+			wait = fmin(-r->tokens / r->fill, SEND_RATE_WAIT_MAX);
 			r->waits++;
 		}
 	}
@@ -142,15 +145,19 @@ void send_rate_answer(struct send_rate *r, double sent_at, double now, bool thro
 		r->max_rate = in_use;
 		r->cut_at = now;
 		rate = in_use * SEND_RATE_BETA;
-	} else if (r->on && now - r->cut_at > OFF_AFTER_S) {
+	} else if (!throttled && r->on && now - r->cut_at > OFF_AFTER_S) {
 		r->on = false;      /* the store has been content for a while */
 		pthread_mutex_unlock(&r->lock);
 		return;
 	} else if (r->on) {
+		double partial = r->bucket_n / fmax(now - r->bucket, BUCKET_S / 5);
+
 		k = cbrt(r->max_rate * (1 - SEND_RATE_BETA) / SEND_RATE_SCALE);
 		rate = SEND_RATE_SCALE * pow(now - r->cut_at - k, 3) + r->max_rate;
-		if (rate > 2 * r->measured)
-			rate = 2 * r->measured;
+		/* twice what is sent, the half second being counted included
+		 * (before the first is complete, measured is 0) */
+		if (rate > 2 * fmax(r->measured, partial))
+			rate = 2 * fmax(r->measured, partial);
 	} else {
 		pthread_mutex_unlock(&r->lock);
 		return;

@@ -24,6 +24,7 @@
 #define SEND_RATE_BETA 0.7      /* the cut at a throttle */
 #define SEND_RATE_SCALE 0.4     /* the cubic's scale (requests/s per s^3) */
 #define SEND_RATE_MIN 1.0       /* requests/s: the rate never goes below */
+#define SEND_RATE_WAIT_MAX 2.0  /* seconds one request waits for a token at most */
 
 struct send_rate;
 

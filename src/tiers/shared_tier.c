@@ -250,7 +250,7 @@ static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
-	while (nanosleep(&ts, &ts) != 0)
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
@@ -463,7 +463,8 @@ static void *writer_run(void *arg)
 		struct write_job j;
 		unsigned slot = 0;
 
-		while (st->count == 0 && !st->stop)
+		/* stopping: a put that reserved a place still queues its job */
+		while (st->count == 0 && !(st->stop && st->reserved == 0))
 			pthread_cond_wait(&st->cond, &st->lock);
 		if (st->count == 0)
 			break;
@@ -540,6 +541,7 @@ void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const vo
 		pthread_cond_signal(&st->cond);
 	} else {
 		st->queued_bytes -= len;
+		pthread_cond_broadcast(&st->cond);   /* writers stopping wait for this */
 		pthread_cond_broadcast(&st->room);
 		if (st->count == 0 && st->busy == 0 && st->reserved == 0)
 			pthread_cond_broadcast(&st->idle);

@@ -161,6 +161,49 @@ Test(evict, grow_keeps_the_residents_and_makes_room)
 	}
 }
 
+/* What a policy knows of its keys' frequency survives growing: keys read
+ * often before stay while a stream of new keys passes through (LFU's
+ * decay clock and W-TinyLFU's sketch kept); an unweighted W-TinyLFU with
+ * a window floor keeps its invariants. */
+Test(evict, grow_keeps_what_frequency_knows)
+{
+	const enum evict_kind kinds[] = { EVICT_LFU, EVICT_TINYLFU };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct evict_policy *p = evict_policy_new(kinds[i], 16);
+		uint64_t v;
+
+		for (int round = 0; round < 40; round++)
+			for (uint64_t k = 0; k < 16; k++)
+				cache_get(p, k < 4 ? k : 1000 + round * 16 + k, NULL);
+		cr_assert(evict_policy_grow(p, 32));
+		for (uint64_t k = 5000; k < 5016; k++)   /* the new room, taken */
+			cache_get(p, k, NULL);
+		cr_assert_eq(evict_policy_size(p), 32);
+		for (uint64_t k = 6000; k < 6008; k++) {
+			cache_get(p, k, &v);
+			cr_assert(v >= 4, "%s: hot key %llu evicted after grow",
+				  evict_kind_name(kinds[i]), (unsigned long long)v);
+		}
+		cr_assert(evict_policy_check(p));
+		evict_policy_free(p);
+	}
+	{
+		struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, 1000);
+
+		evict_policy_set_min_window(p, 300);
+		for (uint64_t k = 0; k < 3000; k++)
+			cache_get(p, k % 1200, NULL);
+		cr_assert(evict_policy_check(p));
+		cr_assert(evict_policy_grow(p, 2000));
+		cr_assert(evict_policy_check(p), "unweighted, a window floor: invariants after grow");
+		for (uint64_t k = 0; k < 5000; k++)
+			cache_get(p, k % 2500, NULL);
+		cr_assert(evict_policy_check(p));
+		evict_policy_free(p);
+	}
+}
+
 Test(evict, size_never_exceeds_capacity)
 {
 	for (size_t i = 0; i < N_KINDS; i++) {

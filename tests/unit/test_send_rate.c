@@ -127,6 +127,27 @@ Test(send_rate, never_below_the_floor_and_off_after_a_quiet_minute)
 	send_rate_free(r);
 }
 
+/* A throttle in the first half second (nothing measured yet) and an
+ * answer right after: the rate stays near the cut, not at the floor; and
+ * no wait is longer than SEND_RATE_WAIT_MAX. */
+Test(send_rate, early_throttle_keeps_its_rate_and_waits_are_bounded)
+{
+	struct send_rate *r = send_rate_new(true);
+	double cut, w = 0;
+
+	for (int i = 0; i < 20; i++)
+		send_rate_answer(r, 0.01 * i, 0.01 * i, false);
+	send_rate_answer(r, 0.2, 0.2, true);
+	cut = rate_of(r);
+	cr_assert_gt(cut, 10, "cut to %.1f from 20 answers in 0.2 s", cut);
+	send_rate_answer(r, 0.21, 0.22, false);
+	cr_assert_gt(rate_of(r), cut / 2, "one answer after the cut dropped it to %.1f", rate_of(r));
+	for (int i = 0; i < 1000; i++)
+		w = send_rate_take(r, 0.25);
+	cr_assert_leq(w, SEND_RATE_WAIT_MAX);
+	send_rate_free(r);
+}
+
 Test(send_rate, without_pacing_it_only_counts)
 {
 	struct send_rate *r = send_rate_new(false);
