@@ -340,7 +340,9 @@ static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier 
 		 cfg->endpoint ? cfg->endpoint : "default");
 	/* queued writes are copies: a quarter of the RAM tier's size, at
 	 * least four chunks; a fetch ahead waits for room in it as long as
-	 * one request to the tier may take */
+	 * ten requests to the tier may take (a queue that full drains that
+	 * fast through four writers, or the tier is failing and its breaker
+	 * ends the wait) */
 	*out = shared_tier_new(&(struct shared_tier_config){
 		.store = store,
 		.prefix = prefix,
@@ -348,7 +350,7 @@ static int open_shared_tier(const struct tierfs_config *cfg, struct shared_tier 
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_bytes = cfg->ram_size / 4 > 4 * cfg->chunk_size ? cfg->ram_size / 4
 								     : 4 * cfg->chunk_size,
-		.put_wait_ms = cfg->shared_timeout_ms,
+		.put_wait_ms = 10 * cfg->shared_timeout_ms,
 	});
 	if (!*out) {
 		fprintf(stderr, "tierfs: shared cache: out of memory\n");

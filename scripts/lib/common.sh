@@ -1,11 +1,17 @@
 # common.sh - helpers sourced by tierfs's scripts (test, demo, bench).
 
 # free_port: print a TCP port P on 127.0.0.1 such that nobody listens on P
-# or P+1 (radosgw's monitor uses two consecutive ports).
+# or P+1 (radosgw's monitor uses two consecutive ports).  Below the
+# kernel's ephemeral range: a port in it can be taken by any outgoing
+# connection between this check and the bind (a radosgw monitor once
+# failed to start so).
 free_port() {
-	local p
+	local p low=32768 span
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768
+	span=$((low - 2 - 10000))
+	[ "$span" -gt 1000 ] || span=20000
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 20000))
+		p=$((10000 + RANDOM % span))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
 			! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
 			echo "$p"

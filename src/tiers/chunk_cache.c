@@ -178,8 +178,8 @@ static void release_ref(void *ref)
  * room in the queue (no reader waits on it); a scan's fetch ahead into
  * free room is kept there until read (ssd_tier_store_ahead).  And to the
  * shared tier, as t says, unless that is where it came from: there too a
- * reader's copy is dropped when the queue is full and a fetch ahead waits
- * for room (for one request's time at most). */
+ * reader's copy may spill past the queue's bound, up to a second bound,
+ * and a fetch ahead waits for room below the first. */
 enum wb_mode { WB_READER, WB_WAIT, WB_AHEAD };
 
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,

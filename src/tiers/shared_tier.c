@@ -92,7 +92,7 @@ struct shared_tier {
 	struct write_job ring[QUEUE_JOBS];
 	const struct write_job *active[WRITERS_MAX]; /* jobs being written now */
 	unsigned head, count, busy, reserved;
-	uint64_t queued_bytes, queue_bytes;
+	uint64_t queued_bytes, queue_bytes, spill_bytes;
 	bool stop;
 	pthread_t writers[WRITERS_MAX];
 	unsigned n_writers;
@@ -503,7 +503,11 @@ static bool queue_reserve(struct shared_tier *st, size_t len, bool wait)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (st->count + st->reserved >= QUEUE_JOBS || st->queued_bytes + len > st->queue_bytes) {
+	/* a fetch ahead waits below queue_bytes; a reader's copy, which may
+	 * not wait, may also take the spill room beyond it */
+	uint64_t bound = st->queue_bytes + (wait ? 0 : st->spill_bytes);
+
+	while (st->count + st->reserved >= QUEUE_JOBS || st->queued_bytes + len > bound) {
 		if (!wait || st->stop || breaker_open(st) ||
 		    pthread_cond_timedwait(&st->room, &st->lock, &until) == ETIMEDOUT)
 			return false;
@@ -592,6 +596,8 @@ struct shared_tier *shared_tier_new(const struct shared_tier_config *cfg)
 	st->queue_bytes = cfg->queue_bytes ? cfg->queue_bytes : 64u << 20;
 	if (st->queue_bytes < cfg->chunk_size)
 		st->queue_bytes = cfg->chunk_size;
+	st->spill_bytes = cfg->spill_bytes ? cfg->spill_bytes
+			  : 4 * cfg->chunk_size > (64u << 20) ? 4 * cfg->chunk_size : 64u << 20;
 	st->claim_wait_ms = cfg->claim_wait_ms ? cfg->claim_wait_ms : 2000;
 	st->put_wait_ms = cfg->put_wait_ms ? cfg->put_wait_ms : 1000;
 	st->pause_base_ms = cfg->pause_ms ? cfg->pause_ms : 1000;

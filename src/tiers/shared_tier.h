@@ -49,6 +49,9 @@ struct shared_tier_config {
 	size_t chunk_size;
 	uint64_t queue_bytes;      /* bytes queued for writing at most (0 = 64 MiB,
 	                            * at least a chunk); 256 writes at most */
+	uint64_t spill_bytes;      /* more a reader's copy may take beyond it, as
+	                            * it may not wait for room (0 = 64 MiB, or four
+	                            * chunks if more) */
 	unsigned writers;          /* threads writing (0 = 4, at most 8) */
 	unsigned claim_wait_ms;    /* how long a node waits at least for a chunk
 	                            * another node claimed (0 = 2000); longer when
@@ -108,9 +111,10 @@ int shared_tier_get(struct shared_tier *st, const struct chunk_id *id, size_t wa
 
 /* Queue a copy of data (len bytes of chunk id, fetched from the origin
  * after a shared_tier_get() miss that gave t) for writing; dropped
- * (counted) when the tier is paused, or when the queue is full: at once
- * unless wait, else once it has stayed full for put_wait_ms (a fetch
- * ahead of readers may wait; a reader's fetch may not).  data is not
+ * (counted) when the tier is paused, or when the queue is full: unless
+ * wait (a reader's fetch), at once when spill_bytes beyond queue_bytes
+ * are taken too; with wait (a fetch ahead of readers), once it has stayed
+ * past queue_bytes for put_wait_ms.  data is not
  * referenced after the call.  Does no I/O itself. */
 void shared_tier_put(struct shared_tier *st, const struct chunk_id *id, const void *data,
 		     size_t len, const struct shared_ticket *t, bool wait);

@@ -259,7 +259,7 @@ static struct shared_tier *tier_at(const char *endpoint, unsigned claim_wait_ms,
 	return shared_tier_new(&(struct shared_tier_config){
 		.store = s3_client_objstore(c), .prefix = "claims-test/", .origin = "s3://x@test",
 		.chunk_size = 4096, .claim_wait_ms = claim_wait_ms, .queue_bytes = queue_bytes,
-		.put_wait_ms = put_wait_ms });
+		.spill_bytes = queue_bytes, .put_wait_ms = put_wait_ms });
 }
 
 static struct shared_tier *tier_open(unsigned claim_wait_ms)
@@ -439,14 +439,15 @@ Test(shared, the_claim_wait_follows_the_nodes_own_claim_times)
 	proxy_slow(0);
 }
 
-/* The queue holds one chunk; while its write is in flight, a reader's put
- * is dropped at once and a fetch ahead's put waits for room and is
- * written. */
-Test(shared, a_fetch_ahead_waits_for_room_a_reader_does_not)
+/* The queue holds one chunk and may spill one more for a reader; while
+ * the first write is in flight, a second reader's put takes the spill
+ * room, a third is dropped at once, and a fetch ahead's put waits for
+ * room and is written. */
+Test(shared, a_fetch_ahead_waits_for_room_a_reader_spills_then_drops)
 {
 	struct shared_tier *n = tier_at(proxy.url, 0, 4096, 60000);
 	struct chunk_id a = { "room/a", "\"e\"", 0 }, b = { "room/b", "\"e\"", 0 },
-			c = { "room/c", "\"e\"", 0 };
+			c = { "room/c", "\"e\"", 0 }, d = { "room/d", "\"e\"", 0 };
 	struct shared_ticket none = { 0 };
 	struct shared_tier_stats s;
 	char data[4096];
@@ -458,17 +459,18 @@ Test(shared, a_fetch_ahead_waits_for_room_a_reader_does_not)
 	t0 = it_now();
 	shared_tier_put(n, &a, data, sizeof(data), &none, false);
 	shared_tier_put(n, &b, data, sizeof(data), &none, false);
+	shared_tier_put(n, &c, data, sizeof(data), &none, false);
 	if (it_now() - t0 < SLOW_MS / 2000.0) {
 		shared_tier_stats(n, &s);
-		cr_expect_eq(s.write_dropped, 1, "a reader's put found the queue full: dropped");
+		cr_expect_eq(s.write_dropped, 1, "past the spill room a reader's put is dropped");
 	} else {
 		cr_log_warn("the puts took %.1f s: the drop not checked", it_now() - t0);
 	}
-	shared_tier_put(n, &c, data, sizeof(data), &none, true);
+	shared_tier_put(n, &d, data, sizeof(data), &none, true);
 	shared_tier_flush(n);
 	shared_tier_stats(n, &s);
-	cr_expect_geq(s.writes, 2, "the first write and the waiting one were made");
-	cr_expect_eq(s.writes + s.write_dropped, 3);
+	cr_expect_geq(s.writes, 3, "the first, the spilled and the waiting one were written");
+	cr_expect_eq(s.writes + s.write_dropped, 4);
 	cr_expect_leq(s.write_dropped, 1, "the fetch ahead's put waited, not dropped");
 	shared_tier_free(n);
 	proxy_slow(0);
