@@ -28,6 +28,7 @@
 #include "ctl/ctl_daemon.h"
 #include "ctl/ctl_path.h"
 #include "ctl/ctl_server.h"
+#include "evict/shape.h"
 #include "fs/fs.h"
 #include "fuse/fuse_ops.h"
 #include "s3/objstore_open.h"
@@ -239,8 +240,12 @@ static int absolutize_cache_dir(struct tierfs_config *cfg)
 static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 {
 	char owner[4096], err[1024];
-	uint64_t slots = cfg->ram_size / cfg->chunk_size;
-	unsigned queue = (unsigned)(slots / 4 < 1 ? 1 : slots / 4 > 64 ? 64 : slots / 4);
+	/* queued writes hold RAM chunks: at most a quarter of the RAM tier's
+	 * slots and of its bytes (512 MiB at most), so a queue of small
+	 * files is as deep in bytes as one of whole chunks */
+	size_t slots = evict_ram_slots(cfg->ram_size, cfg->chunk_size) / 4;
+	unsigned queue = (unsigned)(slots < 1 ? 1 : slots > 65536 ? 65536 : slots);
+	uint64_t queue_bytes = cfg->ram_size / 4 > (512u << 20) ? 512u << 20 : cfg->ram_size / 4;
 	struct ssd_tier_config sc;
 	int rc;
 
@@ -254,7 +259,6 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 	else
 		snprintf(owner, sizeof(owner), "%s %s %s",
 			 cfg->endpoint ? cfg->endpoint : "aws", cfg->bucket, cfg->prefix);
-	/* queued writes pin RAM chunks: at most a quarter of the RAM tier */
 	sc = (struct ssd_tier_config){
 		.dir = cfg->cache_dir,
 		.owner = owner,
@@ -263,6 +267,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
+		.queue_bytes = queue_bytes < cfg->chunk_size ? cfg->chunk_size : queue_bytes,
 		/* readers' chunks the writer is behind on: copies, beyond --ram-size */
 		.spill_max = cfg->chunk_size * 4 > (64u << 20) ? cfg->chunk_size * 4 : 64u << 20,
 		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,

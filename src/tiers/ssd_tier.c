@@ -150,6 +150,7 @@ struct ssd_tier {
 	struct plan_slot *plans;     /* the loader's plan; NULL = none (under lock) */
 	struct job *q_head, *q_tail;
 	unsigned q_stores, q_drops;  /* q_stores: jobs on callers' buffers (<= queue_max) */
+	uint64_t q_store_bytes;      /* their chunks' bytes */
 	uint64_t spill_used, spill_max;  /* bytes of copies queued (<= spill_max) */
 	uint64_t seq_queued, seq_done;
 	struct ssd_entry *doomed;
@@ -164,6 +165,7 @@ struct ssd_tier {
 	uint64_t capacity;
 	unsigned min_free_pct;
 	unsigned queue_max;
+	uint64_t queue_bytes;        /* bound on q_store_bytes; 0 = none */
 	bool verify;                 /* read each chunk back before its record */
 	uint64_t scrub_rate;         /* bytes per idle second the writer scrubs */
 	struct cache_index *ix;
@@ -1145,8 +1147,10 @@ static void job_done(struct ssd_tier *t, struct job *j)
 {
 	if (j->kind == JOB_STORE) {
 		pthread_mutex_lock(&t->lock);
-		if (!j->spill)
+		if (!j->spill) {
 			t->q_stores--;
+			t->q_store_bytes -= j->len;
+		}
 		t->q_bytes -= bytes_of(j->len);
 		pthread_cond_broadcast(&t->done_cond);   /* room in the queue */
 		pthread_mutex_unlock(&t->lock);
@@ -1840,6 +1844,7 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->min_free_pct = cfg->min_free_pct;
 	t->policy_kind = cfg->policy;
 	t->queue_max = cfg->queue_max;
+	t->queue_bytes = cfg->queue_bytes;
 	t->spill_max = cfg->spill_max;
 	t->verify = !cfg->no_verify;
 	t->scrub_rate = cfg->scrub_rate;
@@ -2322,6 +2327,14 @@ static void queue_push(struct ssd_tier *t, struct job *j)
 	pthread_cond_signal(&t->work_cond);
 }
 
+/* Do the stores waiting on callers' buffers fill the queue (lock held)?
+ * Counted in chunks and, when bounded, in bytes: small files queue many
+ * more chunks than large ones in the same memory. */
+static bool queue_full(const struct ssd_tier *t)
+{
+	return t->q_stores >= t->queue_max || (t->queue_bytes && t->q_store_bytes >= t->queue_bytes);
+}
+
 static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		  ssd_tier_release_fn release, void *arg, bool force, bool wait, bool ahead)
 {
@@ -2355,14 +2368,14 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	}
 	/* an operator's warm-up (force, which waits too), and a fetch ahead,
 	 * wait for room in the queue: no reader waits on them */
-	while (wait && !t->stopping && t->q_stores >= t->queue_max)
+	while (wait && !t->stopping && queue_full(t))
 		pthread_cond_wait(&t->done_cond, &t->lock);
 	/* A reader's chunk finds the writer behind (the queue of chunks held
 	 * in RAM full): it is not worth the reader's wait, and dropping it
 	 * would fetch it again at its next read while the tier has room.  A
 	 * copy waits instead, within spill_max bytes; beyond those it is
 	 * dropped (counted: the writer cannot keep up). */
-	if (!wait && !t->stopping && t->q_stores >= t->queue_max &&
+	if (!wait && !t->stopping && queue_full(t) &&
 	    t->spill_used + len <= t->spill_max) {
 		t->spill_used += len;
 		pthread_mutex_unlock(&t->lock);
@@ -2378,7 +2391,7 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		j->spill = true;
 		j->data = copy;
 	}
-	if (t->stopping || (!j->spill && t->q_stores >= t->queue_max) ||
+	if (t->stopping || (!j->spill && queue_full(t)) ||
 	    table_find(t, id, hi, lo) || !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
 		if (j->spill && table_find(t, id, hi, lo))
 			counted = false;   /* queued by another meanwhile */
@@ -2392,8 +2405,10 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 		t->ahead_bytes += e->bytes;
 	}
 	table_insert(t, e);
-	if (!copy)
+	if (!copy) {
 		t->q_stores++;
+		t->q_store_bytes += len;
+	}
 	t->q_bytes += bytes_of(len);   /* a copy's bytes too: they take room */
 	queue_push(t, j);   /* the writer owns j (and our copy) from here */
 	pthread_mutex_unlock(&t->lock);

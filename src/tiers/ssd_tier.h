@@ -65,6 +65,8 @@ struct ssd_tier_config {
 	size_t chunk_size;         /* the mount's chunk size; part of the cache's identity */
 	unsigned queue_max;        /* chunks waiting for the writer on callers'
 				    * buffers (>= 1) */
+	uint64_t queue_bytes;      /* and their bytes, at most (past this by one
+				    * chunk); 0 = counted in chunks only */
 	uint64_t spill_max;        /* bytes of copies of readers' chunks that wait
 				    * for the writer when those are full (0 = none:
 				    * such chunks are dropped) */
@@ -138,11 +140,11 @@ typedef void (*ssd_tier_release_fn)(void *arg);
 
 /* Queue chunk id (len bytes at data, which must stay valid and unchanged
  * until release(arg)) to be written in the background.  When queue_max
- * chunks wait already, a copy is queued instead (and release(arg) called
- * at once) while the copies stay within spill_max bytes.  true when
- * queued; false when refused (queue and copies full, degraded, len >
- * chunk_size, already stored), and then release(arg) has already been
- * called. */
+ * chunks, or queue_bytes of them, wait already, a copy is queued instead
+ * (and release(arg) called at once) while the copies stay within
+ * spill_max bytes.  true when queued; false when refused (queue and
+ * copies full, degraded, len > chunk_size, already stored), and then
+ * release(arg) has already been called. */
 bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
 		    ssd_tier_release_fn release, void *arg);
 /* ssd_tier_store() that waits for room in the queue rather than drop the

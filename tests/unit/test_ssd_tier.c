@@ -939,26 +939,36 @@ static void release_gated(void *arg)
 	release_free(arg);
 }
 
+/* Store a 10-byte chunk whose release blocks the writer until
+ * gate_let_go(): the jobs queued after it stay queued. */
+static void gate_close(struct ssd_tier *t)
+{
+	struct chunk_id id = { "gate", "e", 0 };
+	unsigned char *b = calloc(1, 10);
+
+	gate_open = false;
+	cr_assert_not_null(b);
+	cr_assert(ssd_tier_store(t, &id, b, 10, release_gated, b));
+}
+
+static void gate_let_go(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
 Test(ssd_tier, release_exactly_once_on_every_path)
 {
 	struct ssd_tier_config cfg = cfg_default();
 	struct ssd_tier *t;
-	int n = 0, accepted = 0;
-	unsigned char *b;
+	int n = 1, accepted = 1;
 
 	cfg.queue_max = 4;
 	cfg.capacity = 5 * FILE_BYTES(CS);
 	t = tier_open(&cfg);
-	/* the first job's release blocks the writer: the queue fills */
-	gate_open = false;
-	b = malloc(10);
-	{
-		struct chunk_id id = { "gate", "e", 0 };
-		memset(b, 0, 10);
-		cr_assert(ssd_tier_store(t, &id, b, 10, release_gated, b));
-		n++;
-		accepted++;
-	}
+	gate_close(t);   /* the queue fills */
 	for (int i = 0; i < 40; i++) {
 		struct chunk_id id = { "mix", "e", (uint64_t)(i % 13) };
 		size_t len = i % 7 == 0 ? CS + 1 : (size_t)(i * 997) % CS;
@@ -966,10 +976,7 @@ Test(ssd_tier, release_exactly_once_on_every_path)
 		n++;
 	}
 	cr_assert_lt(accepted, n);   /* some refused: queue full, duplicates, too big */
-	pthread_mutex_lock(&gate_mu);
-	gate_open = true;
-	pthread_cond_broadcast(&gate_cv);
-	pthread_mutex_unlock(&gate_mu);
+	gate_let_go();
 	ssd_tier_flush(t);
 	cr_assert_eq(atomic_load(&released), n);
 	/* more, with evictions, and closed with jobs still queued */
@@ -980,6 +987,34 @@ Test(ssd_tier, release_exactly_once_on_every_path)
 	}
 	ssd_tier_close(t);
 	cr_assert_eq(atomic_load(&released), n);
+}
+
+/* The queue is bounded in bytes too: small chunks queue as many as fit
+ * the bytes, not a count sized for whole chunks, and no more. */
+Test(ssd_tier, the_write_queue_is_bounded_in_bytes)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct ssd_tier *t;
+	int accepted = 0;
+
+	cfg.queue_max = 64;
+	cfg.queue_bytes = 3 * 10000;
+	t = tier_open(&cfg);
+	gate_close(t);   /* the queue fills */
+	for (int i = 0; i < 10; i++) {
+		struct chunk_id id = { "small", "e", (uint64_t)i };
+		accepted += store(t, &id, 10000);
+	}
+	/* 10 + 3 x 10000 bytes reach the bound: the fourth is refused */
+	cr_expect_eq(accepted, 3, "%d of 10 chunks of 10000 B queued, bound 30000 B", accepted);
+	gate_let_go();
+	ssd_tier_flush(t);
+	cr_expect_eq(atomic_load(&released), 11);
+	for (int i = 0; i < 10; i++) {
+		struct chunk_id id = { "small", "e", (uint64_t)i };
+		cr_expect_eq(read_ok(t, &id, 10000), i < 3, "chunk %d", i);
+	}
+	ssd_tier_close(t);
 }
 
 static void mount_tmpfs(const char *size)
