@@ -173,6 +173,16 @@ static void release_ref(void *ref)
 	chunk_ref_put(ref);
 }
 
+/* A fetch ahead's RAM copy was its way to the SSD tier, which keeps the
+ * chunk for its reader from now on: RAM gives the copy up first and
+ * keeps its room for the next fetch ahead (a reader with passthrough
+ * never reads the copy to say it is done with it). */
+static void release_ref_written(void *ref)
+{
+	ram_tier_handed_down(ref);
+	chunk_ref_put(ref);
+}
+
 /* How a chunk the store supplied goes to the SSD tier (write-behind):
  * a reader's is dropped when the queue is full; a fetch ahead waits for
  * room in the queue (no reader waits on it); a scan's fetch ahead into
@@ -193,7 +203,8 @@ static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 			wb == WB_WAIT ? ssd_tier_store_wait : ssd_tier_store;
 
 		/* refused: released, counted */
-		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d), release_ref, d);
+		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
+			    wb == WB_AHEAD ? release_ref_written : release_ref, d);
 	}
 	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0)
 		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t,

@@ -429,6 +429,15 @@ void ram_tier_read_done(struct chunk_ref *r)
 	pthread_mutex_unlock(&t->done_lock);
 }
 
+void ram_tier_handed_down(struct chunk_ref *r)
+{
+	if (r->overflow)
+		return;
+	/* neither used nor wasted here: its reader is the lower tier's */
+	atomic_store(&r->ahead, false);
+	ram_tier_read_done(r);
+}
+
 void ram_tier_new_epoch(struct ram_tier *t)
 {
 	atomic_fetch_add(&t->epoch, 1);

@@ -107,6 +107,10 @@ size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on);
  * again; the marks made so far are void. */
 void ram_tier_read_done(struct chunk_ref *r);
 void ram_tier_new_epoch(struct ram_tier *t);
+/* Chunk r, read ahead, is kept for its reader by the tier below now (the
+ * SSD tier): no longer awaited here, and evicted first, as one read
+ * through.  The caller holds r. */
+void ram_tier_handed_down(struct chunk_ref *r);
 
 /* The length of chunk id if it is present and filled, else 0.  Takes one
  * stripe lock; counts nothing (residency queries are not accesses). */

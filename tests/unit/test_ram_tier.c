@@ -926,3 +926,57 @@ Test(ram_tier, an_epochs_fetch_ahead_stays_in_the_bound)
 	cr_expect_eq(st.evictions_read, 1);
 	ram_tier_free(t);
 }
+
+/* An epoch's fetch ahead whose chunks the SSD tier keeps for their readers
+ * (handed down once written): their RAM copies are no longer awaited, so
+ * the next fetch ahead takes their room instead of being refused (a
+ * reader that opens its file with passthrough never reads the copy here
+ * to say it is done), and none of them counts as wasted. */
+Test(ram_tier, fetch_ahead_handed_down_makes_room_for_the_next)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct tier_stats st;
+	struct chunk_ref *held[12] = { NULL }, *r;
+
+	ram_tier_set_ahead_limit(t, 64 * CS);   /* every chunk ahead is awaited */
+	for (uint64_t i = 0; i < 4; i++) {
+		struct chunk_id id = { "f", "e", i };
+
+		/* held as the SSD tier's writer holds what it is writing */
+		cr_assert_eq(tier_ahead_epoch(t, &id, 0, fill, &c, &held[i]), TFS_OK);
+	}
+	{
+		/* a tier whose chunks ahead were written but not handed down */
+		struct ram_tier *u = ram_tier_new(4 * CS, CS, EVICT_LRU);
+		struct chunk_id id = { "f", "e", 4 };
+
+		ram_tier_set_ahead_limit(u, 64 * CS);
+		for (uint64_t i = 0; i < 4; i++) {
+			struct chunk_id a = { "f", "e", i };
+
+			cr_assert_eq(tier_ahead_epoch(u, &a, 0, fill, &c, &r), TFS_OK);
+			chunk_ref_put(r);
+		}
+		cr_expect_eq(tier_ahead_epoch(u, &id, 0, fill, &c, &r), TFS_AGAIN,
+			     "a full tier of awaited chunks takes no more");
+		ram_tier_free(u);
+		atomic_store(&c.fills, 4);
+	}
+	for (uint64_t i = 4; i < 12; i++) {
+		struct chunk_id id = { "f", "e", i };
+
+		ram_tier_handed_down(held[i - 4]);
+		chunk_ref_put(held[i - 4]);
+		cr_assert_eq(tier_ahead_epoch(t, &id, 0, fill, &c, &held[i]), TFS_OK,
+			     "chunk %d found no room", (int)i);
+		cr_expect(!present(t, i - 4), "chunk %d made the room", (int)(i - 4));
+	}
+	for (uint64_t i = 8; i < 12; i++)
+		chunk_ref_put(held[i]);
+	ram_tier_stats(t, &st);
+	cr_expect_eq(st.evictions, 8);
+	cr_expect_eq(st.ahead_wasted, 0);
+	cr_expect_eq(atomic_load(&c.fills), 12, "each chunk fetched once");
+	ram_tier_free(t);
+}
