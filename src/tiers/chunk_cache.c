@@ -176,7 +176,9 @@ static void release_ref(void *ref)
 /* A fetch ahead's RAM copy was its way to the SSD tier, which keeps the
  * chunk for its reader from now on: RAM gives the copy up first and
  * keeps its room for the next fetch ahead (a reader with passthrough
- * never reads the copy to say it is done with it). */
+ * never reads the copy to say it is done with it).  Also when the tier
+ * refused the store: it mostly has the chunk queued or stored already;
+ * if it is failing instead, the worst is one more GET for the reader. */
 static void release_ref_written(void *ref)
 {
 	ram_tier_handed_down(ref);
