@@ -249,6 +249,8 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 	struct ssd_tier_config sc;
 	int rc;
 
+	if (queue_bytes < cfg->chunk_size)
+		queue_bytes = cfg->chunk_size;   /* a whole chunk fits, whatever the RAM */
 	*out = NULL;
 	if (!cfg->cache_dir)
 		return 0;
@@ -267,7 +269,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.policy = (enum evict_kind)cfg->ssd_policy,
 		.chunk_size = (size_t)cfg->chunk_size,
 		.queue_max = queue,
-		.queue_bytes = queue_bytes < cfg->chunk_size ? cfg->chunk_size : queue_bytes,
+		.queue_bytes = queue_bytes,
 		/* readers' chunks the writer is behind on: copies, beyond --ram-size */
 		.spill_max = cfg->chunk_size * 4 > (64u << 20) ? cfg->chunk_size * 4 : 64u << 20,
 		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,

@@ -14,7 +14,7 @@
  * is referenced a miss is served from a private buffer freed at its last
  * unref, so usage exceeds the bound only by chunks in flight: one per
  * reading thread, plus those a caller keeps referenced (the SSD tier's
- * write queue, bounded by its queue_max).
+ * write queue, bounded by its queue_max and queue_bytes).
  * Victims are chosen by an eviction policy from src/evict (LRU, LFU or
  * W-TinyLFU); a hit's access reaches it through a per-stripe buffer, so
  * the hit path takes no tier-wide lock.
