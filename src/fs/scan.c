@@ -57,6 +57,12 @@ static void epoch_restart(struct ra_scan *s)
 	s->epochs++;
 }
 
+/* each file once, nearly: at most one open in five a repeat */
+static bool once_each(size_t n_opened, size_t opens)
+{
+	return n_opened >= SCAN_TRIGGER && opens * 4 <= n_opened * 5;
+}
+
 bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 {
 	bool was = s->active;
@@ -71,12 +77,31 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 		bit_set(s->opened, idx);
 		s->n_opened++;
 	}
-	/* each file once, nearly: at most one open in five a repeat */
-	if (!s->active && s->n_opened >= SCAN_TRIGGER && s->opens * 4 <= s->n_opened * 5)
+	if (!s->active && once_each(s->n_opened, s->opens))
 		s->active = true;
 	if (s->n_opened == s->n)
 		epoch_restart(s);     /* stays active: the next epoch reads them all again */
 	return s->active && !was;
+}
+
+bool ra_scan_family_due(const struct ra_scan *const *members, size_t n)
+{
+	size_t n_opened = 0, opens = 0, touched = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		n_opened += members[i]->n_opened;
+		opens += members[i]->opens;
+		touched += members[i]->n_opened > 0;
+	}
+	return touched >= 2 && once_each(n_opened, opens);
+}
+
+bool ra_scan_activate(struct ra_scan *s)
+{
+	if (s->active || s->n_opened == 0)
+		return false;
+	s->active = true;
+	return true;
 }
 
 bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *idx)

@@ -49,6 +49,18 @@ void ra_scan_release(struct ra_scan *s);
  * active (time to wake the fetchers). */
 bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
 
+/* Sibling directories consumed by one job (a dataset of class folders
+ * read in one shuffled order): each sees too few opens of its own to be
+ * recognised early (ten folders: some 130 opens before the first has 16),
+ * while together they show the job at once.  true when the n scans of
+ * directories with one parent, at least two of them opened, together
+ * have SCAN_TRIGGER distinct files opened, nearly all once (the rule
+ * ra_scan_on_open applies to one directory). */
+bool ra_scan_family_due(const struct ra_scan *const *members, size_t n);
+/* Make s active, its family recognised: true when it was not and has a
+ * file opened this epoch (a sibling the job has not touched stays out). */
+bool ra_scan_activate(struct ra_scan *s);
+
 /* The next entry to fetch: not opened, not handed out this epoch, the
  * scan active and not idle at now_us, and fewer than budget bytes handed
  * out.  Marks it taken; the caller says how many bytes it stands for

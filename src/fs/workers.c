@@ -31,6 +31,47 @@ static void scan_slot_clear(struct scan_dir *sd)
 	memset(sd, 0, sizeof(*sd));
 }
 
+/* Length of the parent part of directory key k ("a/b/" -> 2, "a/" -> 0). */
+static size_t parent_len(const char *k)
+{
+	size_t n = strlen(k);
+
+	if (n && k[n - 1] == '/')
+		n--;
+	while (n && k[n - 1] != '/')
+		n--;
+	return n;
+}
+
+/* sd's directory was opened in, its scan not active: when it and its
+ * sibling directories being scanned together show one job reading each
+ * file once (ra_scan_family_due), every one of them the job has opened
+ * in becomes active.  true when one did (scan_lock held). */
+static bool family_open(struct tfs_fs *fs, struct scan_dir *sd)
+{
+	const struct ra_scan *members[SCAN_DIRS];
+	struct scan_dir *sib[SCAN_DIRS];
+	size_t pl = parent_len(sd->dirkey), n = 0;
+	bool woke = false;
+
+	if (sd->st.active)
+		return false;
+	for (size_t i = 0; i < SCAN_DIRS; i++) {
+		struct scan_dir *c = &fs->scans[i];
+
+		if (c->dirkey && parent_len(c->dirkey) == pl &&
+		    strncmp(c->dirkey, sd->dirkey, pl) == 0) {
+			members[n] = &c->st;
+			sib[n++] = c;
+		}
+	}
+	if (!ra_scan_family_due(members, n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		woke |= ra_scan_activate(&sib[i]->st);
+	return woke;
+}
+
 /* File node ino was opened: mark it in its directory's scan (started, or
  * restarted for a new listing, here).  Takes fs->lock, then scan_lock.
  * true when the directory is being scanned: the file is read once this
@@ -97,7 +138,7 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 	 * demand, one GET at a time) */
 	if (!chunk_cache_has_ssd(fs->cache) && idx < sd->listing->n)
 		ra_scan_consumed(&sd->st, idx, sd->listing->ents[idx].size);
-	if (ra_scan_on_open(&sd->st, idx, clock_mono_us()))
+	if (ra_scan_on_open(&sd->st, idx, clock_mono_us()) || family_open(fs, sd))
 		pthread_cond_broadcast(&fs->scan_cond);
 	once = sd->st.active;
 	if (sd->st.epochs != epochs)

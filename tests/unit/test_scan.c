@@ -152,3 +152,43 @@ Test(scan, not_fetched_leaves_the_budget_once)
 	cr_expect_eq(s.bytes_taken, 60);
 	ra_scan_release(&s);
 }
+
+/* Ten class folders read in one shuffled order: no folder has 16 opens of
+ * its own after 20 opens, but the family does, and every folder the job
+ * opened in becomes active; one it never opened in stays out.  A family
+ * re-reading a few files is not a scan, nor is one folder alone. */
+Test(scan, sibling_folders_read_by_one_job_start_together)
+{
+	enum { DIRS = 10, FILES = 50 };
+	struct ra_scan s[DIRS + 1];
+	const struct ra_scan *m[DIRS + 1];
+	size_t idx;
+
+	for (size_t d = 0; d <= DIRS; d++) {
+		cr_assert_eq(ra_scan_init(&s[d], FILES), 0);
+		m[d] = &s[d];
+	}
+	for (size_t i = 0; i < SCAN_TRIGGER + 4; i++)   /* 2 opens in each of 10 */
+		cr_expect(!ra_scan_on_open(&s[i % DIRS], i / DIRS, S));
+	cr_expect(!ra_scan_family_due(m, 1), "one folder alone");
+	cr_expect(ra_scan_family_due(m, DIRS + 1));
+	for (size_t d = 0; d < DIRS; d++) {
+		cr_expect(ra_scan_activate(&s[d]), "folder %zu", d);
+		cr_expect(!ra_scan_activate(&s[d]), "only once");
+		cr_expect(ra_scan_take(&s[d], S, UINT64_MAX, &idx), "folder %zu hands out", d);
+	}
+	cr_expect(!ra_scan_activate(&s[DIRS]), "a folder the job never opened in");
+	cr_expect(!ra_scan_take(&s[DIRS], S, UINT64_MAX, &idx));
+	for (size_t d = 0; d <= DIRS; d++)
+		ra_scan_release(&s[d]);
+
+	/* the same opens, each file opened three times: a job re-reading */
+	for (size_t d = 0; d < DIRS; d++)
+		cr_assert_eq(ra_scan_init(&s[d], FILES), 0);
+	for (int round = 0; round < 3; round++)
+		for (size_t i = 0; i < SCAN_TRIGGER + 4; i++)
+			ra_scan_on_open(&s[i % DIRS], i / DIRS, S);
+	cr_expect(!ra_scan_family_due(m, DIRS), "60 opens of 20 files");
+	for (size_t d = 0; d < DIRS; d++)
+		ra_scan_release(&s[d]);
+}
