@@ -1036,11 +1036,15 @@ static bool setopts(struct s3_client *c, CURL *h, const struct s3_op *op,
 	SET(CURLOPT_HTTPHEADER, hdrs);
 	SET(CURLOPT_HEADERFUNCTION, header_cb);
 	SET(CURLOPT_HEADERDATA, x);
-	/* 512 KiB reads instead of curl's 16 KiB: an 8 MiB chunk then costs
-	 * ~16 recv calls and write callbacks, not ~512.  Only a speed hint:
-	 * curl 7.88 refuses it on a reset handle that still holds its buffer
-	 * (after a failed transfer), so its result is ignored on purpose. */
-	(void)curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
+	/* 96 KiB reads instead of curl's 16 KiB: an 8 MiB chunk then costs
+	 * ~86 recv calls and write callbacks, not ~512.  Below the daemon's
+	 * mmap threshold (128 KiB, main.c) on purpose: curl allocates this
+	 * buffer for each transfer and frees it after, and a buffer past the
+	 * threshold was a fresh mapping each time (page faults while it
+	 * fills, a TLB flush when freed).  Only a speed hint: curl 7.88
+	 * refuses it on a reset handle that still holds its buffer (after a
+	 * failed transfer), so its result is ignored on purpose. */
+	(void)curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 96L * 1024);
 	SET(CURLOPT_WRITEFUNCTION, write_cb);
 	SET(CURLOPT_WRITEDATA, x);
 	SET(CURLOPT_ERRORBUFFER, x->errbuf);

@@ -128,6 +128,11 @@ static int enc_param_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->value, y->value);
 }
 
+static size_t len_or0(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
 static char *uri_encode_dup(const char *s)
 {
 	size_t n = strlen(s);
@@ -256,7 +261,7 @@ int sigv4_authorization_debug(const struct sigv4_request *req, char *dst, size_t
 	char sts[512];
 	unsigned char k[32], sig[32];
 	struct sbuf b;
-	size_t signed_at, signed_end, slen = 0;
+	size_t signed_at, signed_end, slen = 0, qcap, ccap;
 	int rc = TFS_E_INVAL;
 	int n;
 
@@ -293,16 +298,27 @@ int sigv4_authorization_debug(const struct sigv4_request *req, char *dst, size_t
 		if (strcmp(hdr[i - 1].name, hdr[i].name) == 0)
 			goto out_headers;   /* duplicates would need joining: refuse */
 
+	/* Sized to what this request can need, at most the bound: a buffer
+	 * of the bound itself would be a fresh mapping per request (past the
+	 * daemon's mmap threshold), a page fault and a TLB flush each. */
+	qcap = 1;
+	for (size_t i = 0; i < req->n_params; i++)
+		qcap += 3 * (len_or0(req->params[i].name) + len_or0(req->params[i].value)) + 2;
+	ccap = strlen(req->method) + strlen(req->canonical_uri) + strlen(req->payload_hash) + 8;
+	for (size_t i = 0; i < n_hdr; i++)
+		ccap += 2 * strlen(hdr[i].name) + strlen(hdr[i].value) + 3;
+	qcap = qcap < SIGV4_CANON_MAX ? qcap : SIGV4_CANON_MAX;
+	ccap = ccap + qcap < SIGV4_CANON_MAX ? ccap + qcap : SIGV4_CANON_MAX;
 	rc = TFS_E_NOMEM;
-	query = malloc(SIGV4_CANON_MAX);
-	canon = malloc(SIGV4_CANON_MAX);
+	query = malloc(qcap);
+	canon = malloc(ccap);
 	if (!query || !canon)
 		goto out_bufs;
 	rc = TFS_E_TOOBIG;
-	if (sigv4_canonical_query(req->params, req->n_params, query, SIGV4_CANON_MAX) < 0)
+	if (sigv4_canonical_query(req->params, req->n_params, query, qcap) < 0)
 		goto out_bufs;
 
-	b = (struct sbuf){ .p = canon, .cap = SIGV4_CANON_MAX };
+	b = (struct sbuf){ .p = canon, .cap = ccap };
 	sbuf_adds(&b, req->method);
 	sbuf_add(&b, "\n", 1);
 	sbuf_adds(&b, req->canonical_uri);
