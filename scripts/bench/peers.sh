@@ -46,6 +46,10 @@
 #   find's sorted names; ls -lR's names and sizes) must equal the local
 #   copy's; an error, a timeout (PEERS_STEP_TIMEOUT) or a difference makes
 #   the cell FAIL, never a number.
+# CPU: for every row with bytes, CPU-seconds per GiB read, the tool's
+#   daemon (/proc/PID/stat, its reaped children included) plus the reading
+#   commands (bash's times around each timed command: cat, dd, cksum, fio,
+#   and curl for the network limit).
 #
 # Parameters (environment; defaults in parentheses):
 #   PEERS_BIG_MIB (2048)         workload 1 and 4's file
@@ -290,12 +294,19 @@ fi
 # timed ROW COL FN ARGS...: drop the page cache, run FN ARGS (step timeout,
 # pipefail); SECS[ROW,COL] = wall seconds or FAIL, SUM[ROW,COL] = its stdout.
 timed() {
-	local r=$1 c=$2 t0 out rc=0
+	local r=$1 c=$2 t0 out rc=0 d0
 	shift 2
 	drop_caches
+	times >"$WORK/times.0"   # in this shell, not a subshell: its children's CPU
+	d0=$(cpu_daemon)
 	t0=$(now)
 	out=$(timeout -k 10 "$STEP_TIMEOUT" bash -o pipefail -c '"$@"' _ "$@" 2>"$WORK/step.err") || rc=$?
 	SECS[$r,$c]=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')
+	times >"$WORK/times.1"
+	CPU_CLIENT[$r,$c]=$(awk 'FNR == 2 { for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t[FILENAME] += p[1] * 60 + p[2] } }
+		END { for (f in t) if (f ~ /\.1$/) b = t[f]; else a = t[f]; printf "%.3f", b - a }' \
+		"$WORK/times.0" "$WORK/times.1")
+	CPU_DAEMON[$r,$c]=$(awk -v a="$d0" -v b="$(cpu_daemon)" 'BEGIN { printf "%.3f", b - a }')
 	sed "s/^/$c $r: /" "$WORK/step.err" >>"$LOGS/client.log"
 	SUM[$r,$c]=$out
 	CHECK[$r,$c]=$out
@@ -305,6 +316,17 @@ timed() {
 		else fail_note "$r" "$c" "exit status $rc: $(tail -n 1 "$WORK/step.err")"; fi
 	fi
 }
+# cpu_daemon: CPU seconds (user + system, with its reaped children) of
+# the mounted tool's daemon so far; 0 with none (the limits' columns).
+cpu_daemon() {
+	if [ -n "${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
+		# fields after the ")" that ends the command name: utime is the 12th
+		sed 's/.*) //' "/proc/$pid/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13 + $14 + $15) / hz }'
+	else
+		echo 0
+	fi
+}
+declare -A CPU_CLIENT CPU_DAEMON
 fail_note() { NOTE[$1,$2]="${NOTE[$1,$2]:+${NOTE[$1,$2]}; }$3"; log "$2: $1: FAIL: $3"; }
 # settle ROW COL: VAL from SECS; a tool's CHECK must equal the local copy's,
 # whose byte count (cksum's second field) must be the row's.
@@ -492,6 +514,13 @@ cell() {
 	fio) echo "$v" ;;
 	esac
 }
+# cpu_cell ROW COL: "total (daemon + client)" CPU-seconds per GiB, or -.
+cpu_cell() {
+	local r=$1 c=$2 v=${VAL[$1,$2]:-}
+	if [ -z "$v" ] || [ "$v" = FAIL ] || [ -z "${CPU_CLIENT[$r,$c]:-}" ]; then echo "-"; return; fi
+	awk -v d="${CPU_DAEMON[$r,$c]}" -v k="${CPU_CLIENT[$r,$c]}" -v b="${BYTES[$r]}" \
+		'BEGIN { g = b / 1073741824; printf "%.2f (%.2f + %.2f)", (d + k) / g, d / g, k / g }'
+}
 # speed ROW COL: bigger is better (MiB/s, or 1/s), empty when FAIL/absent.
 speed() {
 	local v=${VAL[$1,$2]:-}
@@ -528,6 +557,19 @@ total_s=$(awk -v a="$T_START" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
 	done
 	echo
 	echo "Ratios > 1 mean tierfs is faster (MiB/s rows: tierfs / peer; seconds rows: peer / tierfs)."
+	echo
+	echo "CPU-seconds per GiB read, the tool's daemon + the reading commands (cat, dd, cksum, fio;"
+	echo "for the network limit, curl), measured around each timed command:"
+	echo
+	echo "| workload | tierfs | s3fs | rclone | network limit | FUSE-free limit |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	for r in "${ROWS[@]}"; do
+		[ "${BYTES[$r]}" -gt 0 ] || continue
+		cols=()
+		for c in tierfs s3fs rclone net local; do cols+=("$(cpu_cell "$r" "$c")"); done
+		echo "| ${LABEL[$r]} | ${cols[0]} | ${cols[1]} | ${cols[2]} | ${cols[3]} | ${cols[4]} |"
+	done
+	echo
 	echo "Network limit: the same bytes by ${CURL_PAR} parallel curl GETs through the same emulator."
 	echo "FUSE-free limit: the same commands on a local copy ($LOCAL_FS)."
 	echo "Every cell is checked: cksum of the bytes read (in read order), find's sorted names, ls -lR's names"
