@@ -919,32 +919,27 @@ static bool job_verify(struct ssd_tier *t, struct job *j)
 {
 	struct ssd_entry *e = j->e;
 	uint64_t off = e->index * t->chunk_size;
-	int fd;
+	char name[NAME_BUF];
 	ssize_t n = -1;
+	int fd;
 
 	if (!t->verify)
 		return true;
-	fd = obj_file_open(t, e->obj->hi, e->obj->lo, false);
+	/* O_DIRECT: the device's bytes, not the page cache's copy; through
+	 * the page cache where the filesystem refuses it (tmpfs) */
+	obj_name(name, e->obj->hi, e->obj->lo);
+	fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
 	if (fd >= 0) {
-		int dfd = openat(t->objects_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		char name[NAME_BUF];
-
-		/* O_DIRECT: the device's bytes, not the page cache's copy */
-		obj_name(name, e->obj->hi, e->obj->lo);
-		if (dfd >= 0) {
-			int xfd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-
-			if (xfd >= 0) {
-				do {
-					n = pread(xfd, t->rbuf, (size_t)e->bytes, (off_t)off);
-				} while (n < 0 && errno == EINTR);
-				close(xfd);
-			}
-			close(dfd);
-		}
-		if (n != (ssize_t)e->bytes && n != (ssize_t)j->len)   /* refused, or short */
-			n = rw_full(fd, t->rbuf, j->len, off, false);
+		do {
+			n = pread(fd, t->rbuf, (size_t)e->bytes, (off_t)off);
+		} while (n < 0 && errno == EINTR);
 		close(fd);
+	}
+	if (n != (ssize_t)e->bytes && n != (ssize_t)j->len) {   /* refused, or short */
+		fd = obj_file_open(t, e->obj->hi, e->obj->lo, false);
+		n = fd < 0 ? -1 : rw_full(fd, t->rbuf, j->len, off, false);
+		if (fd >= 0)
+			close(fd);
 	}
 	if (n < (ssize_t)j->len)
 		return false;
