@@ -54,12 +54,13 @@ static bool family_open(struct tfs_fs *fs, struct scan_dir *sd)
 	size_t pl = parent_len(sd->dirkey), n = 0;
 	bool woke = false;
 
-	if (sd->st.active)
+	/* the mount's root has no siblings (its key is empty) */
+	if (sd->st.active || !sd->dirkey[0])
 		return false;
 	for (size_t i = 0; i < SCAN_DIRS; i++) {
 		struct scan_dir *c = &fs->scans[i];
 
-		if (c->dirkey && parent_len(c->dirkey) == pl &&
+		if (c->dirkey && c->dirkey[0] && parent_len(c->dirkey) == pl &&
 		    strncmp(c->dirkey, sd->dirkey, pl) == 0) {
 			members[n] = &c->st;
 			sib[n++] = c;
