@@ -68,6 +68,11 @@ struct dir_listing {
 	uint64_t fetched_us;
 	size_t n;
 	struct dir_entry *ents;    /* sorted by name, unique */
+	/* under fs->scan_lock: the directory's scan as of this listing (its
+	 * marks are indexes into ents), made at the first open that a scan
+	 * counts, freed with the listing: a scan slot given to another
+	 * directory loses nothing of it */
+	struct ra_scan *scan;
 };
 
 struct fs_version {
@@ -132,15 +137,16 @@ struct dir_stash {
 };
 
 /* A directory being consumed in any order (see scan.h): its listing as
- * the scan saw it (a reference; entries are immutable) and the marks. */
+ * the scan saw it (a reference; entries are immutable), whose scan holds
+ * the marks.  A slot is where the fetchers look; SCAN_DIRS bounds that
+ * work, not what the scans remember. */
 #define SCAN_DIRS 16           /* directories scanned at once */
 #define SCAN_THREADS_MAX 32
 
 struct scan_dir {
 	char *dirkey;              /* NULL = a free slot */
-	uint64_t gen;              /* which scan holds the slot (fs->scan_gen) */
 	struct dir_listing *listing;
-	struct ra_scan st;
+	struct ra_scan *st;        /* listing->scan */
 };
 
 struct tfs_fs {
@@ -171,7 +177,9 @@ struct tfs_fs {
 	pthread_cond_t scan_cond;
 	struct scan_dir scans[SCAN_DIRS];
 	size_t scan_next;             /* round-robin start of the workers */
-	uint64_t scan_gen;            /* scans started, ever */
+	/* bytes handed out by every scan (in a slot or not) and not yet
+	 * released: what the budget bounds */
+	atomic_uint_fast64_t scan_taken;
 	bool scan_stop;
 	/* workers whose fetch found RAM without room for an epoch's fetch:
 	 * each chunk a reader reads through makes room, and wakes one */

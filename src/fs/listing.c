@@ -18,6 +18,10 @@ void listing_put(struct dir_listing *l)
 {
 	if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
 		return;
+	if (l->scan) {
+		ra_scan_release(l->scan);   /* its share of the scans' budget too */
+		free(l->scan);
+	}
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->ents[i].name);
 		free(l->ents[i].etag);

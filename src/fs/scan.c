@@ -19,11 +19,22 @@ static void bit_clear(uint8_t *b, size_t i)
 	b[i / 8] &= (uint8_t)~(1u << (i % 8));
 }
 
-int ra_scan_init(struct ra_scan *s, size_t n)
+/* bytes handed out no more (never below 0), here and in the sum */
+static void taken_sub(struct ra_scan *s, uint64_t bytes)
+{
+	if (bytes > s->bytes_taken)
+		bytes = s->bytes_taken;
+	s->bytes_taken -= bytes;
+	if (s->total)
+		atomic_fetch_sub(s->total, bytes);
+}
+
+int ra_scan_init(struct ra_scan *s, size_t n, atomic_uint_fast64_t *total)
 {
 	memset(s, 0, sizeof(*s));
 	if (n == 0 || n > SCAN_ENTRIES_MAX)
 		return -1;
+	s->total = total;
 	s->opened = calloc((n + 7) / 8, 1);
 	s->taken = calloc((n + 7) / 8, 1);
 	s->unfetched = calloc((n + 7) / 8, 1);
@@ -37,6 +48,7 @@ int ra_scan_init(struct ra_scan *s, size_t n)
 
 void ra_scan_release(struct ra_scan *s)
 {
+	taken_sub(s, s->bytes_taken);
 	free(s->opened);
 	free(s->taken);
 	free(s->unfetched);
@@ -52,7 +64,7 @@ static void epoch_restart(struct ra_scan *s)
 	s->n_opened = 0;
 	s->n_marked = 0;
 	s->opens = 0;
-	s->bytes_taken = 0;
+	taken_sub(s, s->bytes_taken);
 	s->cursor = 0;
 	s->epochs++;
 }
@@ -84,21 +96,29 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 	return s->active && !was;
 }
 
-bool ra_scan_family_due(const struct ra_scan *const *members, size_t n)
+/* a file of s opened this epoch, the last within SCAN_IDLE_US */
+static bool opened_lately(const struct ra_scan *s, uint64_t now_us)
+{
+	return s->n_opened > 0 && now_us - s->last_open_us <= SCAN_IDLE_US;
+}
+
+bool ra_scan_family_due(const struct ra_scan *const *members, size_t n, uint64_t now_us)
 {
 	size_t n_opened = 0, opens = 0, touched = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		if (!opened_lately(members[i], now_us))
+			continue;
 		n_opened += members[i]->n_opened;
 		opens += members[i]->opens;
-		touched += members[i]->n_opened > 0;
+		touched++;
 	}
 	return touched >= 2 && once_each(n_opened, opens);
 }
 
-bool ra_scan_activate(struct ra_scan *s)
+bool ra_scan_activate(struct ra_scan *s, uint64_t now_us)
 {
-	if (s->active || s->n_opened == 0)
+	if (s->active || !opened_lately(s, now_us))
 		return false;
 	s->active = true;
 	return true;
@@ -126,12 +146,8 @@ bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *i
 void ra_scan_account(struct ra_scan *s, uint64_t bytes)
 {
 	s->bytes_taken += bytes;
-}
-
-/* bytes handed out no more (never below 0) */
-static void taken_sub(struct ra_scan *s, uint64_t bytes)
-{
-	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
+	if (s->total)
+		atomic_fetch_add(s->total, bytes);
 }
 
 void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes)

@@ -19,6 +19,7 @@
 #ifndef TIERFS_SCAN_H
 #define TIERFS_SCAN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,14 +36,18 @@ struct ra_scan {
 	size_t cursor;            /* where the next take looks first */
 	size_t n_marked;          /* entries opened or taken: take() stops at n */
 	bool active;
-	uint64_t bytes_taken;     /* handed out this epoch */
+	uint64_t bytes_taken;     /* handed out this epoch, held against the budget */
+	/* NULL, or the sum of bytes_taken over every scan that shares one
+	 * budget (a scan keeps its share in it until released) */
+	atomic_uint_fast64_t *total;
 	uint64_t last_open_us;
 	uint64_t epochs;          /* epochs completed (every entry opened) */
 };
 
-/* A scan over n entries: 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX
- * or memory ran out. */
-int ra_scan_init(struct ra_scan *s, size_t n);
+/* A scan over n entries, its bytes_taken also summed in *total (may be
+ * NULL): 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX or memory ran
+ * out.  Release takes its share out of *total. */
+int ra_scan_init(struct ra_scan *s, size_t n, atomic_uint_fast64_t *total);
 void ra_scan_release(struct ra_scan *s);
 
 /* Entry idx was opened at now_us.  true when this open made the scan
@@ -53,13 +58,15 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
  * read in one shuffled order): each sees too few opens of its own to be
  * recognised early (ten folders: some 130 opens before the first has 16),
  * while together they show the job at once.  true when the n scans of
- * directories with one parent, at least two of them opened, together
- * have SCAN_TRIGGER distinct files opened, nearly all once (the rule
- * ra_scan_on_open applies to one directory). */
-bool ra_scan_family_due(const struct ra_scan *const *members, size_t n);
+ * directories with one parent, at least two of them opened in within
+ * SCAN_IDLE_US of now_us, together have SCAN_TRIGGER distinct files
+ * opened, nearly all once (the rule ra_scan_on_open applies to one
+ * directory); a sibling idle longer is another job's, or none. */
+bool ra_scan_family_due(const struct ra_scan *const *members, size_t n, uint64_t now_us);
 /* Make s active, its family recognised: true when it was not and has a
- * file opened this epoch (a sibling the job has not touched stays out). */
-bool ra_scan_activate(struct ra_scan *s);
+ * file opened this epoch, within SCAN_IDLE_US of now_us (a sibling the
+ * job has not touched stays out). */
+bool ra_scan_activate(struct ra_scan *s, uint64_t now_us);
 
 /* The next entry to fetch: not opened, not handed out this epoch, the
  * scan active and not idle at now_us, and fewer than budget bytes handed

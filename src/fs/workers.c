@@ -23,12 +23,27 @@ static uint64_t scan_budget(struct tfs_fs *fs)
 	return fs->cfg.read_ahead_mem;
 }
 
+/* The slot free again; the directory's scan stays with its listing. */
 static void scan_slot_clear(struct scan_dir *sd)
 {
 	free(sd->dirkey);
 	listing_put(sd->listing);
-	ra_scan_release(&sd->st);
 	memset(sd, 0, sizeof(*sd));
+}
+
+/* l's scan, made at its first open a scan counts (scan_lock held); NULL
+ * when memory ran out. */
+static struct ra_scan *listing_scan(struct tfs_fs *fs, struct dir_listing *l)
+{
+	struct ra_scan *s;
+
+	if (l->scan)
+		return l->scan;
+	if (!(s = malloc(sizeof(*s))) || ra_scan_init(s, l->n, &fs->scan_taken) != 0) {
+		free(s);
+		return NULL;
+	}
+	return l->scan = s;
 }
 
 /* Length of the parent part of directory key k ("a/b/" -> 2, "a/" -> 0). */
@@ -47,29 +62,29 @@ static size_t parent_len(const char *k)
  * sibling directories being scanned together show one job reading each
  * file once (ra_scan_family_due), every one of them the job has opened
  * in becomes active.  true when one did (scan_lock held). */
-static bool family_open(struct tfs_fs *fs, struct scan_dir *sd)
+static bool family_open(struct tfs_fs *fs, struct scan_dir *sd, uint64_t now)
 {
 	const struct ra_scan *members[SCAN_DIRS];
 	struct scan_dir *sib[SCAN_DIRS];
 	size_t pl = parent_len(sd->dirkey), n = 0;
 	bool woke = false;
 
-	/* the mount's root has no siblings (its key is empty) */
-	if (sd->st.active || !sd->dirkey[0])
+	/* the mount's root has no siblings (without a prefix its key is empty) */
+	if (sd->st->active || !sd->dirkey[0])
 		return false;
 	for (size_t i = 0; i < SCAN_DIRS; i++) {
 		struct scan_dir *c = &fs->scans[i];
 
 		if (c->dirkey && c->dirkey[0] && parent_len(c->dirkey) == pl &&
 		    strncmp(c->dirkey, sd->dirkey, pl) == 0) {
-			members[n] = &c->st;
+			members[n] = c->st;
 			sib[n++] = c;
 		}
 	}
-	if (!ra_scan_family_due(members, n))
+	if (!ra_scan_family_due(members, n, now))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		woke |= ra_scan_activate(&sib[i]->st);
+		woke |= ra_scan_activate(sib[i]->st, now);
 	return woke;
 }
 
@@ -85,7 +100,7 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 	struct scan_dir *sd = NULL;
 	char *dirkey = NULL;
 	size_t idx = 0;
-	uint64_t epochs;
+	uint64_t epochs, now;
 	bool once;
 
 	pthread_mutex_lock(&fs->lock);
@@ -113,14 +128,14 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 			struct scan_dir *c = &fs->scans[i];
 			if (!c->dirkey)
 				sd = c;
-			else if (!old || c->st.last_open_us < old->st.last_open_us)
+			else if (!old || c->st->last_open_us < old->st->last_open_us)
 				old = c;
 		}
 		if (!sd || sd->dirkey) {
 			sd = old;
 			scan_slot_clear(sd);
 		}
-		if (ra_scan_init(&sd->st, l->n) != 0) {
+		if (!listing_scan(fs, l)) {
 			pthread_mutex_unlock(&fs->scan_lock);
 			listing_put(l);
 			free(dirkey);
@@ -128,21 +143,22 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 		}
 		sd->dirkey = dirkey;
 		sd->listing = l;
-		sd->gen = ++fs->scan_gen;
+		sd->st = l->scan;     /* as it was if the directory had a slot before */
 		dirkey = NULL;
 		l = NULL;
 	}
-	epochs = sd->st.epochs;
+	epochs = sd->st->epochs;
 	/* into RAM, where a file read leaves first: the budget bounds the
 	 * bytes fetched and not opened yet, not all an epoch fetches (which
 	 * left most of a dataset larger than the budget to be read on
 	 * demand, one GET at a time) */
 	if (!chunk_cache_has_ssd(fs->cache) && idx < sd->listing->n)
-		ra_scan_consumed(&sd->st, idx, sd->listing->ents[idx].size);
-	if (ra_scan_on_open(&sd->st, idx, clock_mono_us()) || family_open(fs, sd))
+		ra_scan_consumed(sd->st, idx, sd->listing->ents[idx].size);
+	now = clock_mono_us();
+	if (ra_scan_on_open(sd->st, idx, now) || family_open(fs, sd, now))
 		pthread_cond_broadcast(&fs->scan_cond);
-	once = sd->st.active;
-	if (sd->st.epochs != epochs)
+	once = sd->st->active;
+	if (sd->st->epochs != epochs)
 		chunk_cache_new_epoch(fs->cache);   /* its files are all needed again */
 	pthread_mutex_unlock(&fs->scan_lock);
 	listing_put(l);
@@ -159,9 +175,11 @@ struct scan_job {
 	bool plan;
 	uint64_t plan_gen;
 	size_t plan_idx;
-	/* a scan's: where the entry came from, to hand it back untaken */
-	size_t scan_slot, scan_idx;
-	uint64_t scan_gen, scan_epochs;
+	/* a scan's: where the entry came from (a reference to the listing
+	 * whose scan handed it out), to hand it back untaken */
+	struct dir_listing *scan_listing;
+	size_t scan_idx;
+	uint64_t scan_epochs;
 };
 
 /* The next file any active scan hands out (scan_lock held). */
@@ -189,21 +207,23 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 		return j->key != NULL;
 	}
 
-	for (size_t i = 0; i < SCAN_DIRS; i++)
-		total += fs->scans[i].st.bytes_taken;
+	/* every scan's, those without a slot now too */
+	total = atomic_load(&fs->scan_taken);
 	for (size_t k = 0; k < SCAN_DIRS; k++) {
 		struct scan_dir *sd = &fs->scans[(fs->scan_next + k) % SCAN_DIRS];
-		uint64_t mine = sd->st.bytes_taken, room;
+		uint64_t mine, others, room;
 		size_t idx;
 
-		if (!sd->dirkey || !sd->st.active)
+		if (!sd->dirkey || !sd->st->active)
 			continue;
 		if (!budgeted) {     /* a statvfs on an SSD tier: only for an active scan */
 			budget = scan_budget(fs);
 			budgeted = true;
 		}
-		room = budget > total - mine ? budget - (total - mine) : 0;
-		while (ra_scan_take(&sd->st, now, room, &idx)) {
+		mine = sd->st->bytes_taken;
+		others = total > mine ? total - mine : 0;
+		room = budget > others ? budget - others : 0;
+		while (ra_scan_take(sd->st, now, room, &idx)) {
 			const struct dir_entry *e = &sd->listing->ents[idx];
 			size_t dl = strlen(sd->dirkey), nl = strlen(e->name);
 
@@ -215,11 +235,10 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 			memcpy(j->key + dl, e->name, nl + 1);
 			listing_entry_meta(e, &j->meta);
 			cache_id_of(&j->meta, j->cache_id, sizeof(j->cache_id));
-			ra_scan_account(&sd->st, e->size);
-			j->scan_slot = (size_t)(sd - fs->scans);
+			ra_scan_account(sd->st, e->size);
+			j->scan_listing = listing_get(sd->listing);
 			j->scan_idx = idx;
-			j->scan_gen = sd->gen;
-			j->scan_epochs = sd->st.epochs;
+			j->scan_epochs = sd->st->epochs;
 			fs->scan_next = (fs->scan_next + k + 1) % SCAN_DIRS;
 			return true;
 		}
@@ -322,23 +341,23 @@ static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
 }
 
 /* Hand a scan's entry back, to be taken again once RAM has room (scan_lock
- * held): if its scan still holds the slot, in the same epoch. */
-static void scan_untake(struct tfs_fs *fs, const struct scan_job *j)
+ * held): if its scan is still in that epoch. */
+static void scan_untake(const struct scan_job *j)
 {
-	struct scan_dir *sd = &fs->scans[j->scan_slot];
+	struct ra_scan *s = j->scan_listing->scan;
 
-	if (sd->dirkey && sd->gen == j->scan_gen && sd->st.epochs == j->scan_epochs)
-		ra_scan_untake(&sd->st, j->scan_idx, j->meta.size);
+	if (s->epochs == j->scan_epochs)
+		ra_scan_untake(s, j->scan_idx, j->meta.size);
 }
 
 /* A scan's entry into RAM brought nothing (it was there, or its fetch
  * failed): its bytes leave the budget now (scan_lock held). */
-static void scan_not_fetched(struct tfs_fs *fs, const struct scan_job *j)
+static void scan_not_fetched(const struct scan_job *j)
 {
-	struct scan_dir *sd = &fs->scans[j->scan_slot];
+	struct ra_scan *s = j->scan_listing->scan;
 
-	if (sd->dirkey && sd->gen == j->scan_gen && sd->st.epochs == j->scan_epochs)
-		ra_scan_not_fetched(&sd->st, j->scan_idx, j->meta.size);
+	if (s->epochs == j->scan_epochs)
+		ra_scan_not_fetched(s, j->scan_idx, j->meta.size);
 }
 
 /* Wait (scan_lock held) for a wake-up (an open, a plan, a reader's read
@@ -382,11 +401,13 @@ void *scan_worker(void *arg)
 		free(j.key);
 		pthread_mutex_lock(&fs->scan_lock);
 		if (!j.plan && !refused && !chunk_cache_has_ssd(fs->cache) && !got_any)
-			scan_not_fetched(fs, &j);
+			scan_not_fetched(&j);
+		if (refused)
+			scan_untake(&j);
+		listing_put(j.scan_listing);
 		if (refused) {
 			/* no room in RAM yet: handed back, taken again once a
 			 * reader reads a chunk through (fs_read) */
-			scan_untake(fs, &j);
 			atomic_fetch_add(&fs->scan_room_waiters, 1);
 			scan_wait(fs);
 			atomic_fetch_sub(&fs->scan_room_waiters, 1);

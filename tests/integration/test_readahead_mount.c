@@ -683,3 +683,63 @@ Test(readahead, ram_only_scan_keeps_fetching_ahead_as_files_are_read)
 		     later);
 	it_unmount_ok(&env, &mnt);
 }
+
+/* More sibling folders than the daemon scans at once (SCAN_DIRS, 16), read
+ * in one order that goes round all of them, through a RAM tier that holds
+ * few of their files: every open lands in a folder whose scan has just
+ * lost its slot to another.  What a folder's scan knows (the files opened
+ * this epoch) stays with the folder, so no file the job has read is
+ * fetched again when its folder comes back: one GET per file at most.  A
+ * scan that forgot would hand out files read and since evicted.  One file
+ * of each folder stays unread, so no folder's epoch ends (a next epoch may
+ * rightly be fetched ahead). */
+#define N_FAM 20
+#define FAM_FILES 20
+#define FAM_SIZE (8 * 1024)
+
+static uint64_t fam_seed(int c, int i)
+{
+	return 9000 + (uint64_t)(c * FAM_FILES + i);
+}
+
+Test(readahead, folders_beyond_the_scan_slots_are_fetched_once)
+{
+	const char *opts[] = { "--ram-size", "2M", "--read-ahead-mem", "128K", NULL };
+	struct it_obj objs[N_FAM * FAM_FILES];
+	char keys[N_FAM * FAM_FILES][40], rel[64];
+	long long gets;
+
+	for (int c = 0; c < N_FAM; c++)
+		for (int i = 0; i < FAM_FILES; i++) {
+			int k = c * FAM_FILES + i;
+
+			it_fmt(keys[k], sizeof(keys[k]), "fam/c%02d/%02d.jpg", c, i);
+			objs[k] = (struct it_obj){ keys[k], fam_seed(c, i), FAM_SIZE + (uint64_t)k };
+		}
+	cr_assert_eq(it_put_many(&bucket, objs, N_FAM * FAM_FILES, 8), 0);
+	mount_ra(opts);
+	for (int c = 0; c < N_FAM; c++) {
+		DIR *d;
+
+		it_fmt(rel, sizeof(rel), "%s/fam/c%02d", mnt.dir, c);
+		cr_assert_not_null(d = opendir(rel));
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	for (int j = 0; j < FAM_FILES - 1; j++)
+		for (int c = 0; c < N_FAM; c++) {
+			/* 7 is prime to FAM_FILES: j < FAM_FILES - 1 reads all but one */
+			int i = (j * 7 + c) % FAM_FILES, k = c * FAM_FILES + i;
+
+			it_fmt(rel, sizeof(rel), "fam/c%02d/%02d.jpg", c, i);
+			read_seq_exact(rel, fam_seed(c, i), FAM_SIZE + (uint64_t)k, 64 * 1024);
+		}
+	settle();
+	gets = it_proxy_stat(&proxy, "object_GET");
+	cr_log_info("%d files, %d read: %lld GETs, %lld fetched ahead by the scan", N_FAM * FAM_FILES,
+		    N_FAM * (FAM_FILES - 1), gets, json_stat("counters.readahead.scan_files"));
+	cr_expect_leq(gets, N_FAM * FAM_FILES, "a file was fetched twice");
+	cr_expect_gt(json_stat("counters.readahead.scan_files"), 0, "the folders were scanned");
+	it_unmount_ok(&env, &mnt);
+}
