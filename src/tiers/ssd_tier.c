@@ -914,43 +914,52 @@ drop:
 }
 
 /* Read job j's bytes back from the disk, around the page cache when the
- * filesystem allows it, and compare them with their checksums. */
-static bool job_verify(struct ssd_tier *t, struct job *j)
+ * filesystem allows it, and compare them with their checksums: 0 when
+ * they match, EBADMSG when they do not, else the read's errno. */
+static int job_verify(struct ssd_tier *t, struct job *j)
 {
 	struct ssd_entry *e = j->e;
 	uint64_t off = e->index * t->chunk_size;
 	char name[NAME_BUF];
 	ssize_t n = -1;
-	int fd;
+	int fd, derr;
 
 	if (!t->verify)
-		return true;
+		return 0;
 	/* O_DIRECT: the device's bytes, not the page cache's copy; through
-	 * the page cache where the filesystem refuses it (tmpfs) */
+	 * the page cache where the filesystem refuses it (EINVAL: tmpfs) or
+	 * the read comes back short; any other error is the device's answer,
+	 * which the page cache's copy must not hide */
 	obj_name(name, e->obj->hi, e->obj->lo);
 	fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-	if (fd >= 0) {
+	if (fd < 0) {
+		derr = errno;
+	} else {
 		do {
 			n = pread(fd, t->rbuf, (size_t)e->bytes, (off_t)off);
 		} while (n < 0 && errno == EINTR);
+		derr = n < 0 ? errno : 0;
 		close(fd);
 	}
-	if (n != (ssize_t)e->bytes && n != (ssize_t)j->len) {   /* refused, or short */
+	if (n != (ssize_t)e->bytes && n != (ssize_t)j->len) {
+		if (derr && derr != EINVAL)
+			return derr;
 		fd = obj_file_open(t, e->obj->hi, e->obj->lo, false);
 		n = fd < 0 ? -1 : rw_full(fd, t->rbuf, j->len, off, false);
+		derr = n < 0 ? errno : EIO;   /* short: the file lost its end */
 		if (fd >= 0)
 			close(fd);
 	}
 	if (n < (ssize_t)j->len)
-		return false;
+		return derr;
 	for (uint32_t b = 0; b < e->nblocks; b++) {
 		size_t boff = (size_t)b * SSD_BLOCK;
 		size_t m = j->len - boff < SSD_BLOCK ? j->len - boff : SSD_BLOCK;
 
 		if (block_sum(t->rbuf + boff, m) != e->sums[b])
-			return false;
+			return EBADMSG;
 	}
-	return true;
+	return 0;
 }
 
 /* A store job's data is no longer needed: the caller's buffer released,
@@ -1010,10 +1019,17 @@ static void batch_finish(struct ssd_tier *t, struct job **js, size_t n)
 			ok[i] = false;
 		}
 synced:
-		if (ok[i] && !job_verify(t, js[i])) {
+		if (ok[i] && (err = job_verify(t, js[i])) == EBADMSG) {
 			log_warn("ssd tier %s: a chunk of '%s' read back wrong after it was written; "
 				 "not kept", t->dir, js[i]->e->key);
 			STAT_ADD(t, checksum_failures, 1);
+			ok[i] = false;
+		} else if (ok[i] && err) {
+			/* the device failed the read (a file gone is no device's fault) */
+			if (err != ENOENT) {
+				degrade(t, "read back", err);
+				STAT_ADD(t, io_errors, 1);
+			}
 			ok[i] = false;
 		}
 		if (ok[i]) {
@@ -2240,7 +2256,7 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 		struct ssd_entry *e;
 		char *kcopy;
 		enum read_result r;
-		int fd, dfd;
+		int fd, dfd, derr;
 		ssize_t n;
 		char name[NAME_BUF];
 
@@ -2275,13 +2291,17 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 		if (fd < 0)
 			fd = obj_file_open(t, ohi, olo, false);
 		n = -1;
+		derr = 0;
 		if (dfd >= 0) {
 			do {
 				n = pread(dfd, t->sbuf, (size_t)bytes_of(dlen),
 					  (off_t)(id.index * t->chunk_size));
 			} while (n < 0 && errno == EINTR);
+			derr = n < 0 ? errno : 0;
 		}
-		if (n >= (ssize_t)dlen) {
+		if (n < 0 && derr && derr != EINVAL) {
+			r = read_errno(derr);   /* the device's error, not the page cache's copy */
+		} else if (n >= (ssize_t)dlen) {
 			r = READ_OK;
 			for (uint64_t off = 0, b = 0; off < dlen && r == READ_OK; off += SSD_BLOCK, b++)
 				if (block_sum(t->sbuf + off, dlen - off < SSD_BLOCK ? dlen - off

@@ -10,6 +10,8 @@
  *                         (fsync covers fdatasync; default all three)
  *   TIERFS_IOFAULT_EVERY  fail every Nth matching call (default 3; 0 = off)
  *   TIERFS_IOFAULT_ERRNO  EIO (default) or ENOSPC
+ *   TIERFS_IOFAULT_DIRECT "1": only calls on descriptors opened with
+ *                         O_DIRECT (the device fails, its page cache not)
  *   TIERFS_IOFAULT_LOG    a file that gets one line per injected failure
  *
  * A path is looked up through /proc/self/fd on each call: slow, and only
@@ -43,6 +45,7 @@ static char match[256];
 static bool op_on[OP_N];
 static unsigned long every;
 static int fail_errno;
+static bool direct_only;
 static int log_fd = -1;
 static atomic_ulong calls[OP_N];
 
@@ -69,6 +72,8 @@ static void setup(void)
 	every = s ? strtoul(s, NULL, 10) : 3;
 	s = getenv("TIERFS_IOFAULT_ERRNO");
 	fail_errno = s && !strcmp(s, "ENOSPC") ? ENOSPC : EIO;
+	s = getenv("TIERFS_IOFAULT_DIRECT");
+	direct_only = s && !strcmp(s, "1");
 	s = getenv("TIERFS_IOFAULT_LOG");
 	if (s && *s)
 		log_fd = open(s, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -84,6 +89,12 @@ static bool fault(int op, int fd)
 	pthread_once(&once, setup);
 	if (!op_on[op] || every == 0)
 		return false;
+	if (direct_only) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || !(fl & O_DIRECT))
+			return false;
+	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, path, sizeof(path) - 1);
 	if (n < 0)
