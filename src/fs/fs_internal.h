@@ -177,9 +177,6 @@ struct tfs_fs {
 	pthread_cond_t scan_cond;
 	struct scan_dir scans[SCAN_DIRS];
 	size_t scan_next;             /* round-robin start of the workers */
-	/* bytes handed out by every scan (in a slot or not) and not yet
-	 * released: what the budget bounds */
-	atomic_uint_fast64_t scan_taken;
 	bool scan_stop;
 	/* workers whose fetch found RAM without room for an epoch's fetch:
 	 * each chunk a reader reads through makes room, and wakes one */

@@ -19,7 +19,7 @@ void listing_put(struct dir_listing *l)
 	if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
 		return;
 	if (l->scan) {
-		ra_scan_release(l->scan);   /* its share of the scans' budget too */
+		ra_scan_release(l->scan);
 		free(l->scan);
 	}
 	for (size_t i = 0; i < l->n; i++) {

@@ -19,22 +19,17 @@ static void bit_clear(uint8_t *b, size_t i)
 	b[i / 8] &= (uint8_t)~(1u << (i % 8));
 }
 
-/* bytes handed out no more (never below 0), here and in the sum */
+/* bytes handed out no more (never below 0) */
 static void taken_sub(struct ra_scan *s, uint64_t bytes)
 {
-	if (bytes > s->bytes_taken)
-		bytes = s->bytes_taken;
-	s->bytes_taken -= bytes;
-	if (s->total)
-		atomic_fetch_sub(s->total, bytes);
+	s->bytes_taken -= bytes < s->bytes_taken ? bytes : s->bytes_taken;
 }
 
-int ra_scan_init(struct ra_scan *s, size_t n, atomic_uint_fast64_t *total)
+int ra_scan_init(struct ra_scan *s, size_t n)
 {
 	memset(s, 0, sizeof(*s));
 	if (n == 0 || n > SCAN_ENTRIES_MAX)
 		return -1;
-	s->total = total;
 	s->opened = calloc((n + 7) / 8, 1);
 	s->taken = calloc((n + 7) / 8, 1);
 	s->unfetched = calloc((n + 7) / 8, 1);
@@ -48,7 +43,6 @@ int ra_scan_init(struct ra_scan *s, size_t n, atomic_uint_fast64_t *total)
 
 void ra_scan_release(struct ra_scan *s)
 {
-	taken_sub(s, s->bytes_taken);
 	free(s->opened);
 	free(s->taken);
 	free(s->unfetched);
@@ -63,8 +57,7 @@ static void epoch_restart(struct ra_scan *s)
 	memset(s->unfetched, 0, (s->n + 7) / 8);
 	s->n_opened = 0;
 	s->n_marked = 0;
-	s->opens = 0;
-	taken_sub(s, s->bytes_taken);
+	s->bytes_taken = 0;
 	s->cursor = 0;
 	s->epochs++;
 }
@@ -81,25 +74,31 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 
 	if (idx >= s->n)
 		return false;
+	if (s->run_opens && now_us - s->last_open_us > SCAN_IDLE_US) {
+		s->active = false;      /* woken from idle: the job shows itself again */
+		was = false;
+		s->run_new = s->run_opens = 0;
+	}
 	s->last_open_us = now_us;
-	s->opens++;
+	s->run_opens++;
 	if (!bit_get(s->opened, idx)) {
 		if (!bit_get(s->taken, idx))
 			s->n_marked++;
 		bit_set(s->opened, idx);
 		s->n_opened++;
+		s->run_new++;
 	}
-	if (!s->active && once_each(s->n_opened, s->opens))
+	if (!s->active && once_each(s->run_new, s->run_opens))
 		s->active = true;
 	if (s->n_opened == s->n)
 		epoch_restart(s);     /* stays active: the next epoch reads them all again */
 	return s->active && !was;
 }
 
-/* a file of s opened this epoch, the last within SCAN_IDLE_US */
+/* a file of s opened since it last woke, the last within SCAN_IDLE_US */
 static bool opened_lately(const struct ra_scan *s, uint64_t now_us)
 {
-	return s->n_opened > 0 && now_us - s->last_open_us <= SCAN_IDLE_US;
+	return s->run_new > 0 && now_us - s->last_open_us <= SCAN_IDLE_US;
 }
 
 bool ra_scan_family_due(const struct ra_scan *const *members, size_t n, uint64_t now_us)
@@ -109,8 +108,8 @@ bool ra_scan_family_due(const struct ra_scan *const *members, size_t n, uint64_t
 	for (size_t i = 0; i < n; i++) {
 		if (!opened_lately(members[i], now_us))
 			continue;
-		n_opened += members[i]->n_opened;
-		opens += members[i]->opens;
+		n_opened += members[i]->run_new;
+		opens += members[i]->run_opens;
 		touched++;
 	}
 	return touched >= 2 && once_each(n_opened, opens);
@@ -146,8 +145,6 @@ bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *i
 void ra_scan_account(struct ra_scan *s, uint64_t bytes)
 {
 	s->bytes_taken += bytes;
-	if (s->total)
-		atomic_fetch_add(s->total, bytes);
 }
 
 void ra_scan_consumed(struct ra_scan *s, size_t idx, uint64_t bytes)

@@ -19,7 +19,6 @@
 #ifndef TIERFS_SCAN_H
 #define TIERFS_SCAN_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,26 +31,29 @@ struct ra_scan {
 	uint8_t *opened, *taken;  /* bitmaps over the listing's entries */
 	uint8_t *unfetched;       /* taken, fetched nothing: bytes not counted */
 	size_t n;                 /* entries */
-	size_t n_opened, opens;   /* distinct files opened this epoch; all opens */
+	size_t n_opened;          /* distinct files opened this epoch */
+	/* since the scan last woke from idle (an open after SCAN_IDLE_US
+	 * without one): opens of files not opened this epoch, and all opens;
+	 * what tells a job reading each file once, now */
+	size_t run_new, run_opens;
 	size_t cursor;            /* where the next take looks first */
 	size_t n_marked;          /* entries opened or taken: take() stops at n */
 	bool active;
 	uint64_t bytes_taken;     /* handed out this epoch, held against the budget */
-	/* NULL, or the sum of bytes_taken over every scan that shares one
-	 * budget (a scan keeps its share in it until released) */
-	atomic_uint_fast64_t *total;
 	uint64_t last_open_us;
 	uint64_t epochs;          /* epochs completed (every entry opened) */
 };
 
-/* A scan over n entries, its bytes_taken also summed in *total (may be
- * NULL): 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX or memory ran
- * out.  Release takes its share out of *total. */
-int ra_scan_init(struct ra_scan *s, size_t n, atomic_uint_fast64_t *total);
+/* A scan over n entries: 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX
+ * or memory ran out. */
+int ra_scan_init(struct ra_scan *s, size_t n);
 void ra_scan_release(struct ra_scan *s);
 
 /* Entry idx was opened at now_us.  true when this open made the scan
- * active (time to wake the fetchers). */
+ * active (time to wake the fetchers).  An open after SCAN_IDLE_US without
+ * one wakes the scan inactive: what the epoch opened stays marked, but
+ * the job must show itself again (one file read in a folder scanned long
+ * ago fetches nothing). */
 bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
 
 /* Sibling directories consumed by one job (a dataset of class folders

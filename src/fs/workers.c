@@ -32,14 +32,14 @@ static void scan_slot_clear(struct scan_dir *sd)
 }
 
 /* l's scan, made at its first open a scan counts (scan_lock held); NULL
- * when memory ran out. */
-static struct ra_scan *listing_scan(struct tfs_fs *fs, struct dir_listing *l)
+ * when l is beyond a scan (SCAN_ENTRIES_MAX) or memory ran out. */
+static struct ra_scan *listing_scan(struct dir_listing *l)
 {
 	struct ra_scan *s;
 
 	if (l->scan)
 		return l->scan;
-	if (!(s = malloc(sizeof(*s))) || ra_scan_init(s, l->n, &fs->scan_taken) != 0) {
+	if (!(s = malloc(sizeof(*s))) || ra_scan_init(s, l->n) != 0) {
 		free(s);
 		return NULL;
 	}
@@ -120,6 +120,13 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 			sd = &fs->scans[i];
 	if (sd && sd->listing != l)
 		scan_slot_clear(sd);   /* listed again since: marks of old indexes mean nothing */
+	if ((!sd || !sd->dirkey) && !listing_scan(l)) {
+		/* no scan for it: no slot taken from another either */
+		pthread_mutex_unlock(&fs->scan_lock);
+		listing_put(l);
+		free(dirkey);
+		return false;
+	}
 	if (!sd || !sd->dirkey) {
 		/* a free slot, else the one opened least lately */
 		struct scan_dir *old = NULL;
@@ -134,12 +141,6 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 		if (!sd || sd->dirkey) {
 			sd = old;
 			scan_slot_clear(sd);
-		}
-		if (!listing_scan(fs, l)) {
-			pthread_mutex_unlock(&fs->scan_lock);
-			listing_put(l);
-			free(dirkey);
-			return false;
 		}
 		sd->dirkey = dirkey;
 		sd->listing = l;
@@ -207,8 +208,9 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 		return j->key != NULL;
 	}
 
-	/* every scan's, those without a slot now too */
-	total = atomic_load(&fs->scan_taken);
+	for (size_t i = 0; i < SCAN_DIRS; i++)
+		if (fs->scans[i].dirkey)
+			total += fs->scans[i].st->bytes_taken;
 	for (size_t k = 0; k < SCAN_DIRS; k++) {
 		struct scan_dir *sd = &fs->scans[(fs->scan_next + k) % SCAN_DIRS];
 		uint64_t mine, others, room;
@@ -221,7 +223,7 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 			budgeted = true;
 		}
 		mine = sd->st->bytes_taken;
-		others = total > mine ? total - mine : 0;
+		others = total - mine;
 		room = budget > others ? budget - others : 0;
 		while (ra_scan_take(sd->st, now, room, &idx)) {
 			const struct dir_entry *e = &sd->listing->ents[idx];
@@ -229,8 +231,10 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 
 			if (e->is_dir || e->size == 0)
 				continue;
-			if (!(j->key = malloc(dl + nl + 1)))
+			if (!(j->key = malloc(dl + nl + 1))) {
+				ra_scan_untake(sd->st, idx, 0);   /* not handed out after all */
 				return false;
+			}
 			memcpy(j->key, sd->dirkey, dl);
 			memcpy(j->key + dl, e->name, nl + 1);
 			listing_entry_meta(e, &j->meta);

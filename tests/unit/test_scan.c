@@ -12,7 +12,7 @@ Test(scan, starts_after_distinct_opens_in_any_order)
 	bool opened[100] = { false };
 	size_t idx;
 
-	cr_assert_eq(ra_scan_init(&s, 100, NULL), 0);
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
 	for (size_t i = 0; i < SCAN_TRIGGER - 1; i++) {
 		cr_expect(!ra_scan_on_open(&s, (i * 37) % 100, S));
 		opened[(i * 37) % 100] = true;
@@ -37,7 +37,7 @@ Test(scan, a_job_rereading_a_few_files_is_not_a_scan)
 	struct ra_scan s;
 	size_t idx;
 
-	cr_assert_eq(ra_scan_init(&s, 100, NULL), 0);
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
 	for (int round = 0; round < 10; round++)
 		for (size_t i = 0; i < 5; i++)
 			ra_scan_on_open(&s, i, S);
@@ -52,7 +52,7 @@ Test(scan, budget_idleness_and_epochs)
 	struct ra_scan s;
 	size_t idx;
 
-	cr_assert_eq(ra_scan_init(&s, 40, NULL), 0);
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
 	for (size_t i = 0; i < SCAN_TRIGGER; i++)
 		ra_scan_on_open(&s, i, S);
 	cr_assert(ra_scan_take(&s, S, 100, &idx));
@@ -79,8 +79,8 @@ Test(scan, bounds)
 {
 	struct ra_scan s;
 
-	cr_expect_eq(ra_scan_init(&s, 0, NULL), -1);
-	cr_expect_eq(ra_scan_init(&s, SCAN_ENTRIES_MAX + 1, NULL), -1);
+	cr_expect_eq(ra_scan_init(&s, 0), -1);
+	cr_expect_eq(ra_scan_init(&s, SCAN_ENTRIES_MAX + 1), -1);
 	cr_expect(!ra_scan_on_open(&s, 5, S), "an empty scan takes no open");
 }
 
@@ -92,7 +92,7 @@ Test(scan, untake_and_consumed)
 	struct ra_scan s;
 	size_t a, b, c;
 
-	cr_assert_eq(ra_scan_init(&s, 40, NULL), 0);
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
 	for (size_t i = 0; i < SCAN_TRIGGER; i++)
 		ra_scan_on_open(&s, i, S);
 	cr_assert(ra_scan_take(&s, S, 100, &a));
@@ -126,7 +126,7 @@ Test(scan, not_fetched_leaves_the_budget_once)
 	struct ra_scan s;
 	size_t a, b, c;
 
-	cr_assert_eq(ra_scan_init(&s, 40, NULL), 0);
+	cr_assert_eq(ra_scan_init(&s, 40), 0);
 	for (size_t i = 0; i < SCAN_TRIGGER; i++)
 		ra_scan_on_open(&s, i, S);
 	cr_assert(ra_scan_take(&s, S, 100, &a));
@@ -165,7 +165,7 @@ Test(scan, sibling_folders_read_by_one_job_start_together)
 	size_t idx;
 
 	for (size_t d = 0; d <= DIRS; d++) {
-		cr_assert_eq(ra_scan_init(&s[d], FILES, NULL), 0);
+		cr_assert_eq(ra_scan_init(&s[d], FILES), 0);
 		m[d] = &s[d];
 	}
 	for (size_t i = 0; i < SCAN_TRIGGER + 4; i++)   /* 2 opens in each of 10 */
@@ -184,7 +184,7 @@ Test(scan, sibling_folders_read_by_one_job_start_together)
 
 	/* the same opens, each file opened three times: a job re-reading */
 	for (size_t d = 0; d < DIRS; d++)
-		cr_assert_eq(ra_scan_init(&s[d], FILES, NULL), 0);
+		cr_assert_eq(ra_scan_init(&s[d], FILES), 0);
 	for (int round = 0; round < 3; round++)
 		for (size_t i = 0; i < SCAN_TRIGGER + 4; i++)
 			ra_scan_on_open(&s[i % DIRS], i / DIRS, S);
@@ -194,8 +194,9 @@ Test(scan, sibling_folders_read_by_one_job_start_together)
 }
 
 /* Opens long past are no job's now: a folder read from an hour ago and a
- * sibling opened in now are no family, and the old one is not started;
- * once the old folder is opened in again, the two are. */
+ * sibling opened in now are no family, and the old one is not started.
+ * A folder opened in again wakes with none of its old opens counted: the
+ * two are a family once 16 files were opened between them since. */
 Test(scan, a_sibling_idle_for_long_is_not_of_the_family)
 {
 	struct ra_scan s[2];
@@ -203,56 +204,46 @@ Test(scan, a_sibling_idle_for_long_is_not_of_the_family)
 	uint64_t later = S + SCAN_IDLE_US + 1;
 
 	for (size_t d = 0; d < 2; d++)
-		cr_assert_eq(ra_scan_init(&s[d], 50, NULL), 0);
+		cr_assert_eq(ra_scan_init(&s[d], 50), 0);
 	for (size_t i = 0; i < SCAN_TRIGGER - 2; i++)
 		cr_expect(!ra_scan_on_open(&s[0], i, S));
 	cr_expect(!ra_scan_on_open(&s[1], 0, later));
 	cr_expect(!ra_scan_family_due(m, 2, later), "14 opens long ago, 1 now");
 	cr_expect(!ra_scan_activate(&s[0], later), "idle since");
 	cr_expect(!ra_scan_on_open(&s[0], SCAN_TRIGGER - 2, later));
-	cr_expect(ra_scan_family_due(m, 2, later), "16 files, both folders opened in now");
+	cr_expect(!ra_scan_family_due(m, 2, later), "2 opens since the folder woke");
+	for (size_t i = 1; i < SCAN_TRIGGER / 2; i++) {
+		ra_scan_on_open(&s[0], SCAN_TRIGGER - 2 + i, later);
+		ra_scan_on_open(&s[1], i, later);
+	}
+	cr_expect(ra_scan_family_due(m, 2, later), "16 files opened between them now");
 	cr_expect(ra_scan_activate(&s[0], later));
 	cr_expect(ra_scan_activate(&s[1], later));
 	for (size_t d = 0; d < 2; d++)
 		ra_scan_release(&s[d]);
 }
 
-/* Scans on one budget: the sum follows every change of either (taken,
- * opened, handed back, a new epoch), and a scan released (its listing
- * dropped) takes its share out. */
-Test(scan, scans_sharing_a_budget_sum_their_bytes)
+/* A scan idle for SCAN_IDLE_US and opened in again wakes inactive: one
+ * file read in a directory scanned long ago fetches nothing; the files
+ * opened this epoch stay marked, and 16 new ones start it again. */
+Test(scan, an_open_after_idle_wakes_the_scan_inactive)
 {
-	atomic_uint_fast64_t total = 0;
-	struct ra_scan a, b;
-	size_t i, j;
+	struct ra_scan s;
+	uint64_t later = S + SCAN_IDLE_US + 1;
+	size_t idx;
 
-	cr_assert_eq(ra_scan_init(&a, 40, &total), 0);
-	cr_assert_eq(ra_scan_init(&b, 40, &total), 0);
-	for (size_t k = 0; k < SCAN_TRIGGER; k++) {
-		ra_scan_on_open(&a, k, S);
-		ra_scan_on_open(&b, k, S);
-	}
-	cr_assert(ra_scan_take(&a, S, UINT64_MAX, &i));
-	ra_scan_account(&a, 100);
-	cr_assert(ra_scan_take(&b, S, UINT64_MAX, &j));
-	ra_scan_account(&b, 50);
-	cr_expect_eq(atomic_load(&total), 150);
-	ra_scan_consumed(&a, i, 100);
-	cr_expect_eq(atomic_load(&total), 50, "a's file opened");
-	ra_scan_untake(&b, j, 50);
-	cr_expect_eq(atomic_load(&total), 0, "b's file handed back");
-
-	cr_assert(ra_scan_take(&a, S, UINT64_MAX, &i));
-	ra_scan_account(&a, 30);
-	for (size_t k = SCAN_TRIGGER; k < 40; k++)
-		ra_scan_on_open(&a, k, S);
-	cr_expect_eq(a.epochs, 1);
-	cr_expect_eq(atomic_load(&total), 0, "a new epoch holds nothing");
-
-	cr_assert(ra_scan_take(&b, S, UINT64_MAX, &j));
-	ra_scan_account(&b, 70);
-	cr_expect_eq(atomic_load(&total), 70);
-	ra_scan_release(&b);
-	cr_expect_eq(atomic_load(&total), 0, "a released scan keeps no share");
-	ra_scan_release(&a);
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_assert(s.active);
+	cr_expect(!ra_scan_on_open(&s, SCAN_TRIGGER, later));
+	cr_expect(!s.active, "one open after an idle hour");
+	cr_expect(!ra_scan_take(&s, later, UINT64_MAX, &idx));
+	cr_expect_eq(s.n_opened, SCAN_TRIGGER + 1, "the epoch's marks stay");
+	for (size_t i = SCAN_TRIGGER + 1; i < 2 * SCAN_TRIGGER - 1; i++)
+		cr_expect(!ra_scan_on_open(&s, i, later));
+	cr_expect(ra_scan_on_open(&s, 2 * SCAN_TRIGGER - 1, later), "16 opens since it woke");
+	cr_expect(ra_scan_take(&s, later, UINT64_MAX, &idx));
+	cr_expect_geq(idx, 2 * SCAN_TRIGGER, "an opened file handed out: %zu", idx);
+	ra_scan_release(&s);
 }
