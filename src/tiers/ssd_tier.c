@@ -1025,8 +1025,9 @@ synced:
 			STAT_ADD(t, checksum_failures, 1);
 			ok[i] = false;
 		} else if (ok[i] && err) {
-			/* the device failed the read (a file gone is no device's fault) */
-			if (err != ENOENT) {
+			/* not kept; the device's failure (not a file gone, nor a
+			 * descriptor or memory short) degrades the tier */
+			if (read_errno(err) == READ_IOERR) {
 				degrade(t, "read back", err);
 				STAT_ADD(t, io_errors, 1);
 			}
@@ -2284,23 +2285,23 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 		memcpy(sums, e->sums, 4 * (size_t)e->nblocks);
 		pthread_mutex_unlock(&t->lock);
 
-		/* the device's bytes (O_DIRECT), not the page cache's */
+		/* the device's bytes (O_DIRECT), not the page cache's; through
+		 * the page cache, on a descriptor of its own, only where the
+		 * filesystem refuses O_DIRECT (EINVAL) or the read is short */
 		obj_name(name, ohi, olo);
-		fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-		dfd = fd;
-		if (fd < 0)
-			fd = obj_file_open(t, ohi, olo, false);
+		dfd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+		derr = dfd < 0 ? errno : 0;
 		n = -1;
-		derr = 0;
 		if (dfd >= 0) {
 			do {
 				n = pread(dfd, t->sbuf, (size_t)bytes_of(dlen),
 					  (off_t)(id.index * t->chunk_size));
 			} while (n < 0 && errno == EINTR);
 			derr = n < 0 ? errno : 0;
+			close(dfd);
 		}
-		if (n < 0 && derr && derr != EINVAL) {
-			r = read_errno(derr);   /* the device's error, not the page cache's copy */
+		if (derr && derr != EINVAL) {
+			r = read_errno(derr);   /* the device's answer, not the page cache's copy */
 		} else if (n >= (ssize_t)dlen) {
 			r = READ_OK;
 			for (uint64_t off = 0, b = 0; off < dlen && r == READ_OK; off += SSD_BLOCK, b++)
@@ -2308,12 +2309,13 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 										: SSD_BLOCK) != sums[b])
 					r = READ_BAD;
 		} else {
+			fd = obj_file_open(t, ohi, olo, false);
 			r = fd < 0 ? read_errno(errno)
 				   : span_read(t, fd, ohi, olo, id.index * t->chunk_size, 0,
 					       (size_t)dlen, dlen ? sums : none, t->sbuf);
+			if (fd >= 0)
+				close(fd);
 		}
-		if (fd >= 0)
-			close(fd);
 		done += dlen;
 		if ((r == READ_BAD || r == READ_IOERR) && still_stored(t, &id, hi, lo, gen)) {
 			STAT_ADD(t, checksum_failures, r == READ_BAD);
