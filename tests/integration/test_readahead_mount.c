@@ -229,53 +229,80 @@ Test(readahead, shuffled_epoch_is_fetched_ahead_once)
 	it_unmount_ok(&env, &mnt);
 }
 
+/* A dataset of class folders, TOP/cNN/NN.jpg: n folders of files each;
+ * file k = c * files + i has size + k bytes made from seed0 + k. */
+struct folders {
+	const char *top;
+	int n, files;
+	uint64_t size, seed0;
+};
+
+static void folder_file(const struct folders *f, int c, int i, char *rel, size_t cap,
+			uint64_t *seed, uint64_t *size)
+{
+	uint64_t k = (uint64_t)(c * f->files + i);
+
+	it_fmt(rel, cap, "%s/c%02d/%02d.jpg", f->top, c, i);
+	*seed = f->seed0 + k;
+	*size = f->size + k;
+}
+
+/* Upload f's files, mount (extra options: mount_ra's), and list every
+ * folder, as a loader lists its dataset first. */
+static void folders_mount(const struct folders *f, const char *const *extra)
+{
+	size_t n = (size_t)(f->n * f->files);
+	struct it_obj *objs = calloc(n, sizeof(*objs));
+	char (*keys)[64] = calloc(n, sizeof(*keys)), rel[PATH_MAX];
+
+	cr_assert(objs && keys);
+	for (int c = 0; c < f->n; c++)
+		for (int i = 0; i < f->files; i++) {
+			size_t k = (size_t)(c * f->files + i);
+
+			folder_file(f, c, i, keys[k], sizeof(keys[k]), &objs[k].seed, &objs[k].size);
+			objs[k].key = keys[k];
+		}
+	cr_assert_eq(it_put_many(&bucket, objs, n, 8), 0);
+	free(objs);
+	free(keys);
+	mount_ra(extra);
+	for (int c = 0; c < f->n; c++) {
+		DIR *d;
+
+		it_fmt(rel, sizeof(rel), "%s/%s/c%02d", mnt.dir, f->top, c);
+		cr_assert_not_null(d = opendir(rel));
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+}
+
+/* Read file i of folder c whole; every byte must be the upload's. */
+static void folder_read(const struct folders *f, int c, int i)
+{
+	char rel[64];
+	uint64_t seed, size;
+
+	folder_file(f, c, i, rel, sizeof(rel), &seed, &size);
+	read_seq_exact(rel, seed, size, 64 * 1024);
+}
+
 /* A dataset of class folders read in one shuffled order (as
  * torchvision's ImageFolder does): no folder sees 16 opens of its own
  * early, yet after 18 files spread over six folders (three each) the
  * folders' scans start together and fetch the rest ahead, each file once,
  * every byte exact.  A scan per folder alone would wait for 16 opens in
  * one folder, which these 18 never give. */
-#define N_CLASSES 6
-#define CLASS_FILES 20
-#define CLASS_SIZE (10 * 1024)
-
-static uint64_t class_seed(int c, int i)
-{
-	return 7000 + (uint64_t)(c * CLASS_FILES + i);
-}
-
 Test(readahead, class_folders_read_in_one_shuffle_are_scanned_together)
 {
-	struct it_obj objs[N_CLASSES * CLASS_FILES];
-	char keys[N_CLASSES * CLASS_FILES][40], rel[64];
+	const struct folders f = { "classes", 6, 20, 10 * 1024, 7000 };
 	long long scanned = 0;
 
-	for (int c = 0; c < N_CLASSES; c++)
-		for (int i = 0; i < CLASS_FILES; i++) {
-			int k = c * CLASS_FILES + i;
-
-			it_fmt(keys[k], sizeof(keys[k]), "classes/c%d/%02d.jpg", c, i);
-			objs[k] = (struct it_obj){ keys[k], class_seed(c, i),
-						   CLASS_SIZE + (uint64_t)k };
-		}
-	cr_assert_eq(it_put_many(&bucket, objs, N_CLASSES * CLASS_FILES, 8), 0);
-	mount_ra(NULL);
-	for (int c = 0; c < N_CLASSES; c++) {   /* the loader lists its dataset first */
-		DIR *d;
-
-		it_fmt(rel, sizeof(rel), "%s/classes/c%d", mnt.dir, c);
-		cr_assert_not_null(d = opendir(rel));
-		while (readdir(d))
-			;
-		closedir(d);
-	}
+	folders_mount(&f, NULL);
 	for (int j = 0; j < 3; j++)
-		for (int c = 0; c < N_CLASSES; c++) {
-			int i = (j * 7 + c * 3) % CLASS_FILES, k = c * CLASS_FILES + i;
-
-			it_fmt(rel, sizeof(rel), "classes/c%d/%02d.jpg", c, i);
-			read_seq_exact(rel, class_seed(c, i), CLASS_SIZE + (uint64_t)k, 64 * 1024);
-		}
+		for (int c = 0; c < f.n; c++)
+			folder_read(&f, c, (j * 7 + c * 3) % f.files);
 	/* fetched in the background: wait for it (bounded), assert no speed */
 	for (int t = 0; t < 300 && scanned == 0; t++) {
 		scanned = it_daemon_stat(&mnt, "readahead.scan_files");
@@ -284,15 +311,10 @@ Test(readahead, class_folders_read_in_one_shuffle_are_scanned_together)
 	}
 	cr_expect_gt(scanned, 0, "no folder was scanned after 18 opens over 6 folders");
 	/* the rest of the epoch: every byte exact, no file fetched twice */
-	for (int c = 0; c < N_CLASSES; c++)
-		for (int i = 0; i < CLASS_FILES; i++) {
-			int k = c * CLASS_FILES + i;
-
-			it_fmt(rel, sizeof(rel), "classes/c%d/%02d.jpg", c, i);
-			read_seq_exact(rel, class_seed(c, i), CLASS_SIZE + (uint64_t)k, 64 * 1024);
-		}
-	cr_expect_leq(it_proxy_stat(&proxy, "object_GET"), N_CLASSES * CLASS_FILES,
-		      "a file was fetched twice");
+	for (int c = 0; c < f.n; c++)
+		for (int i = 0; i < f.files; i++)
+			folder_read(&f, c, i);
+	cr_expect_leq(it_proxy_stat(&proxy, "object_GET"), f.n * f.files, "a file was fetched twice");
 	it_unmount_ok(&env, &mnt);
 }
 
@@ -693,53 +715,22 @@ Test(readahead, ram_only_scan_keeps_fetching_ahead_as_files_are_read)
  * scan that forgot would hand out files read and since evicted.  One file
  * of each folder stays unread, so no folder's epoch ends (a next epoch may
  * rightly be fetched ahead). */
-#define N_FAM 20
-#define FAM_FILES 20
-#define FAM_SIZE (8 * 1024)
-
-static uint64_t fam_seed(int c, int i)
-{
-	return 9000 + (uint64_t)(c * FAM_FILES + i);
-}
-
 Test(readahead, folders_beyond_the_scan_slots_are_fetched_once)
 {
 	const char *opts[] = { "--ram-size", "2M", "--read-ahead-mem", "128K", NULL };
-	struct it_obj objs[N_FAM * FAM_FILES];
-	char keys[N_FAM * FAM_FILES][40], rel[64];
+	const struct folders f = { "fam", 20, 20, 8 * 1024, 9000 };
 	long long gets;
 
-	for (int c = 0; c < N_FAM; c++)
-		for (int i = 0; i < FAM_FILES; i++) {
-			int k = c * FAM_FILES + i;
-
-			it_fmt(keys[k], sizeof(keys[k]), "fam/c%02d/%02d.jpg", c, i);
-			objs[k] = (struct it_obj){ keys[k], fam_seed(c, i), FAM_SIZE + (uint64_t)k };
-		}
-	cr_assert_eq(it_put_many(&bucket, objs, N_FAM * FAM_FILES, 8), 0);
-	mount_ra(opts);
-	for (int c = 0; c < N_FAM; c++) {
-		DIR *d;
-
-		it_fmt(rel, sizeof(rel), "%s/fam/c%02d", mnt.dir, c);
-		cr_assert_not_null(d = opendir(rel));
-		while (readdir(d))
-			;
-		closedir(d);
-	}
-	for (int j = 0; j < FAM_FILES - 1; j++)
-		for (int c = 0; c < N_FAM; c++) {
-			/* 7 is prime to FAM_FILES: j < FAM_FILES - 1 reads all but one */
-			int i = (j * 7 + c) % FAM_FILES, k = c * FAM_FILES + i;
-
-			it_fmt(rel, sizeof(rel), "fam/c%02d/%02d.jpg", c, i);
-			read_seq_exact(rel, fam_seed(c, i), FAM_SIZE + (uint64_t)k, 64 * 1024);
-		}
+	folders_mount(&f, opts);
+	/* 7 is prime to f.files: j < f.files - 1 reads all but one */
+	for (int j = 0; j < f.files - 1; j++)
+		for (int c = 0; c < f.n; c++)
+			folder_read(&f, c, (j * 7 + c) % f.files);
 	settle();
 	gets = it_proxy_stat(&proxy, "object_GET");
-	cr_log_info("%d files, %d read: %lld GETs, %lld fetched ahead by the scan", N_FAM * FAM_FILES,
-		    N_FAM * (FAM_FILES - 1), gets, json_stat("counters.readahead.scan_files"));
-	cr_expect_leq(gets, N_FAM * FAM_FILES, "a file was fetched twice");
+	cr_log_info("%d files, %d read: %lld GETs, %lld fetched ahead by the scan", f.n * f.files,
+		    f.n * (f.files - 1), gets, json_stat("counters.readahead.scan_files"));
+	cr_expect_leq(gets, f.n * f.files, "a file was fetched twice");
 	cr_expect_gt(json_stat("counters.readahead.scan_files"), 0, "the folders were scanned");
 	it_unmount_ok(&env, &mnt);
 }
