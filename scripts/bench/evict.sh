@@ -3,7 +3,7 @@
 # the simulator's (tierfs-sim, the very policy code the daemon runs) and
 # the daemon's own (a real mount against a local radosgw).
 #
-#   bash scripts/bench/evict.sh [FILES (64)] [FILE_MIB (4)] [RAM_MIB (16)] [SSD_MIB (128)] [EPOCHS (4)]
+#   bash scripts/bench/evict.sh [FILES (64)] [FILE_MIB (4)] [RAM_MIB (16)] [SSD_MIB] [EPOCHS (4)]
 #
 # Simulator: every generator at 10,000 items, 5 epochs (the first one not
 #   counted), cache sizes C/N = 0.25 and 0.5.  Targets: the default policy
@@ -11,8 +11,12 @@
 #   zipf (alpha 0.8, 1.0, 1.2), shifting-hotset and hotset-scans within 2
 #   points of the better of lru and lfu.
 # Daemon: FILES files of FILE_MIB MiB (N) read EPOCHS times through a
-#   mount with --ram-size RAM_MIB M --ssd-size SSD_MIB M and otherwise the
-#   default options, the page cache dropped before each epoch, in four
+#   mount with --ram-size RAM_MIB M --ssd-size C and otherwise the
+#   default options, for every N/C in EVICT_RATIOS (environment, default
+#   "1.5 2 4 8": C = N / ratio, in whole MiB) or, when SSD_MIB is given,
+#   for C = SSD_MIB MiB alone.  With EVICT_SHAPE=mixed the dataset is
+#   instead files from 40 KB to 64 MiB (log-uniform, a fixed seed) that
+#   add up to the same N.  The page cache dropped before each epoch, in four
 #   orders: listing order, a new seeded shuffle each epoch, the same with
 #   --scan-prefetch 0, and the shuffle handed over as a loader's plan.
 #   Per epoch, the object-store bytes (store.bytes, the daemon's SIGUSR1
@@ -20,6 +24,9 @@
 #   (1 - C/N) with C the SSD tier (the tiers are inclusive).  The same runs
 #   with --ram-policy lru --ssd-policy lru are printed beside them; OPT is
 #   1 - C/N.
+# Output: the tables on stdout; with EVICT_OUT=DIR also DIR/evict.md (the
+#   same) and DIR/evict.png: for each order, the mean of epochs 2 on
+#   against N/C, for both policies, beside OPT and the bound (gnuplot).
 # Exit status 0 when every target is met, 1 otherwise.
 set -euo pipefail
 
@@ -28,8 +35,39 @@ cd "$ROOT"
 FILES=${1:-64}
 FILE_MIB=${2:-4}
 RAM_MIB=${3:-16}
-SSD_MIB=${4:-128}
+SSD_ARG=${4:-}
 EPOCHS=${5:-4}
+# SIZES: the dataset's file sizes in bytes; N_MIB their sum in MiB.
+case ${EVICT_SHAPE:-uniform} in
+uniform)
+	SHAPE="$FILES x $FILE_MIB MiB"
+	mapfile -t SIZES < <(for _ in $(seq "$FILES"); do echo $((FILE_MIB * 1048576)); done) ;;
+mixed)
+	mapfile -t SIZES < <(awk -v n=$((FILES * FILE_MIB * 1048576)) 'BEGIN {
+		srand(1); lo = log(40000); hi = log(64 * 1048576)
+		for (s = 0; s < n; s += x) {
+			x = int(exp(lo + rand() * (hi - lo)))
+			if (x > n - s) x = n - s
+			if (x < 40000) x = 40000
+			print x
+		} }')
+	SHAPE="${#SIZES[@]} files of 40 KB-64 MiB" ;;
+*) echo "evict.sh: EVICT_SHAPE must be uniform or mixed" >&2; exit 2 ;;
+esac
+dataset=0
+for b in "${SIZES[@]}"; do dataset=$((dataset + b)); done
+N_MIB=$(awk -v b="$dataset" 'BEGIN { printf "%.2f", b / 1048576 }')
+if [ -n "$SSD_ARG" ]; then
+	SSDS=("$SSD_ARG")
+else
+	SSDS=()
+	for r in ${EVICT_RATIOS:-1.5 2 4 8}; do
+		SSDS+=("$(awk -v n="$N_MIB" -v r="$r" 'BEGIN { c = int(n / r); if (r <= 1 || c < 1) exit 1; print c }')") ||
+			{ echo "evict.sh: bad N/C ratio '$r' (must be > 1 and leave C >= 1 MiB)" >&2; exit 2; }
+	done
+fi
+OUT=${EVICT_OUT:-}
+[ -z "$OUT" ] || mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tierfs-bench-evict.XXXXXX")
 MNT=$WORK/mnt
 LOG=$WORK/daemon.log
@@ -89,20 +127,19 @@ echo "$sim_table"
 if grep -q '| NO |' <<<"$sim_table"; then failed=1; fi
 
 "${S3UTIL[@]}" mb bench >/dev/null
-for i in $(seq -w 1 "$FILES"); do
-	"${S3UTIL[@]}" put-bytes bench "data/f-$i" $((FILE_MIB * 1024 * 1024)) "$((10#$i))" >/dev/null
+for i in "${!SIZES[@]}"; do
+	"${S3UTIL[@]}" put-bytes bench "$(printf 'data/f-%04d' "$i")" "${SIZES[$i]}" "$((i + 1))" >/dev/null
 done
 
-dataset=$((FILES * FILE_MIB * 1048576))
 declare -A frac
-# run POLICY ORDER [OPTS...]: EPOCHS epochs through a fresh mount and cache;
-# frac[POLICY,ORDER,e] = store bytes of epoch e / N.
+# run SSD_MIB POLICY ORDER [OPTS...]: EPOCHS epochs through a fresh mount
+# and cache; frac[SSD_MIB,POLICY,ORDER,e] = store bytes of epoch e / N.
 run() {
-	local policy=$1 order=$2 e before after
-	shift 2
+	local ssd=$1 policy=$2 order=$3 e before after
+	shift 3
 	rm -rf "$WORK/cache"
 	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style \
-		--ram-size "${RAM_MIB}M" --cache-dir "$WORK/cache" --ssd-size "${SSD_MIB}M" \
+		--ram-size "${RAM_MIB}M" --cache-dir "$WORK/cache" --ssd-size "${ssd}M" \
 		--ram-policy "$policy" --ssd-policy "$policy" "$@" >>"$LOG" 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do grep -q " $MNT " /proc/mounts && break; sleep 0.05; done
@@ -119,50 +156,111 @@ run() {
 		[ "$order" = plan ] && build/tierfs plan "$MNT" "$WORK/order" >/dev/null
 		while read -r f; do dd if="$f" of=/dev/null bs=1M status=none; done <"$WORK/order"
 		after=$(stat_of store.bytes)
-		frac[$policy,$order,$e]=$(awk -v x=$((after - before)) -v n="$dataset" 'BEGIN { printf "%.2f", x / n }')
+		frac[$ssd,$policy,$order,$e]=$(awk -v x=$((after - before)) -v n="$dataset" 'BEGIN { printf "%.2f", x / n }')
 	done
 	build/tierfs unmount "$MNT"
 	wait "$pid"
 	pid=
 }
-for policy in tinylfu lru; do
-	run "$policy" listing
-	run "$policy" shuffle
-	run "$policy" shuffle-noscan --scan-prefetch 0
-	run "$policy" plan
-done
-
-opt=$(awk -v c="$SSD_MIB" -v n="$((FILES * FILE_MIB))" 'BEGIN { printf "%.3f", 1 - c / n }')
-bound=$(awk -v o="$opt" 'BEGIN { printf "%.3f", 1.05 * o }')
-echo
-echo "## Daemon: $FILES x $FILE_MIB MiB (N = $((FILES * FILE_MIB)) MiB), RAM ${RAM_MIB}M," \
-	"SSD ${SSD_MIB}M, $EPOCHS epochs: store bytes / N"
-echo
-hdr="| order | policy |"
-sep="|---|---|"
-for e in $(seq "$EPOCHS"); do hdr="$hdr epoch $e |"; sep="$sep---:|"; done
-echo "$hdr bound (epoch 1: 1.02, then) | OPT | met |"
-echo "$sep---:|---:|---|"
-for order in listing shuffle shuffle-noscan plan; do
+for ssd in "${SSDS[@]}"; do
 	for policy in tinylfu lru; do
-		row="| $order | $policy |"
-		met=yes
-		for e in $(seq "$EPOCHS"); do
-			v=${frac[$policy,$order,$e]}
-			row="$row $v |"
-			lim=$bound
-			[ "$e" -eq 1 ] && lim=1.02
-			awk -v v="$v" -v l="$lim" 'BEGIN { exit !(v <= l) }' || met=NO
-		done
-		if [ "$policy" = tinylfu ]; then
-			[ "$met" = NO ] && failed=1
-		else
-			met=-
-		fi
-		echo "$row $bound | $opt | $met |"
+		run "$ssd" "$policy" listing
+		run "$ssd" "$policy" shuffle
+		run "$ssd" "$policy" shuffle-noscan --scan-prefetch 0
+		run "$ssd" "$policy" plan
 	done
 done
-echo
-echo "(bound = 1.05 x (1 - C/N), C the SSD tier; $(nproc) cores; cache disk: $(df --output=source "$WORK" | tail -n 1))"
-if [ "$failed" -eq 0 ]; then echo "every target met"; else echo "a target was missed (NO above)"; fi
+
+ORDERS=(listing shuffle shuffle-noscan plan)
+# mean_later SSD POLICY ORDER: the mean of epochs 2.. (epoch 1 alone: itself).
+mean_later() {
+	local e sum=0 n=0
+	for e in $(seq "$EPOCHS"); do
+		[ "$e" -eq 1 ] && [ "$EPOCHS" -gt 1 ] && continue
+		sum=$(awk -v a="$sum" -v b="${frac[$1,$2,$3,$e]}" 'BEGIN { print a + b }')
+		n=$((n + 1))
+	done
+	awk -v a="$sum" -v n="$n" 'BEGIN { printf "%.3f", a / n }'
+}
+# daemon_table: one table per SSD size; a tinylfu row over its bound is NO.
+daemon_table() {
+	local ssd opt bound order policy row met e v lim hdr sep
+	for ssd in "${SSDS[@]}"; do
+		opt=$(awk -v c="$ssd" -v n="$N_MIB" 'BEGIN { printf "%.3f", 1 - c / n }')
+		bound=$(awk -v o="$opt" 'BEGIN { printf "%.3f", 1.05 * o }')
+		echo
+		echo "## Daemon: $SHAPE (N = $N_MIB MiB), RAM ${RAM_MIB}M," \
+			"SSD ${ssd}M (N/C = $(awk -v c="$ssd" -v n="$N_MIB" 'BEGIN { printf "%.2f", n / c }')), $EPOCHS epochs: store bytes / N"
+		echo
+		hdr="| order | policy |"
+		sep="|---|---|"
+		for e in $(seq "$EPOCHS"); do hdr="$hdr epoch $e |"; sep="$sep---:|"; done
+		echo "$hdr bound (epoch 1: 1.02, then) | OPT | met |"
+		echo "$sep---:|---:|---|"
+		for order in "${ORDERS[@]}"; do
+			for policy in tinylfu lru; do
+				row="| $order | $policy |"
+				met=yes
+				for e in $(seq "$EPOCHS"); do
+					v=${frac[$ssd,$policy,$order,$e]}
+					row="$row $v |"
+					lim=$bound
+					[ "$e" -eq 1 ] && lim=1.02
+					awk -v v="$v" -v l="$lim" 'BEGIN { exit !(v <= l) }' || met=NO
+				done
+				[ "$policy" = tinylfu ] || met=-
+				echo "$row $bound | $opt | $met |"
+			done
+		done
+	done
+	echo
+	echo "(bound = 1.05 x (1 - C/N), C the SSD tier; $(nproc) cores; cache disk: $(df --output=source "$WORK" | tail -n 1))"
+}
+tables=$(daemon_table)
+echo "$tables"
+if grep -q '| NO |' <<<"$tables"; then failed=1; fi
+if [ "$failed" -eq 0 ]; then verdict="every target met"; else verdict="a target was missed (NO above)"; fi
+echo "$verdict"
+
+if [ -n "$OUT" ]; then
+	{
+		echo "$sim_table"
+		echo "$tables"
+		echo "$verdict"
+		echo
+		echo "Command: \`EVICT_SHAPE=${EVICT_SHAPE:-uniform} EVICT_RATIOS=\"${EVICT_RATIOS:-1.5 2 4 8}\" bash scripts/bench/evict.sh $*\`"
+	} >"$OUT/evict.md"
+	# one data block per order: N/C, tinylfu, lru, OPT, bound (means of epochs 2..)
+	for order in "${ORDERS[@]}"; do
+		echo "# $order"
+		for ssd in $(printf '%s\n' "${SSDS[@]}" | sort -rn); do
+			awk -v c="$ssd" -v n="$N_MIB" -v t="$(mean_later "$ssd" tinylfu "$order")" \
+				-v l="$(mean_later "$ssd" lru "$order")" \
+				'BEGIN { printf "%.3f %s %s %.3f %.3f\n", n / c, t, l, 1 - c / n, 1.05 * (1 - c / n) }'
+		done
+		printf '\n\n'
+	done >"$OUT/evict.dat"
+	gnuplot >"$OUT/gnuplot.log" 2>&1 <<EOF || echo "evict.sh: gnuplot failed: $OUT/gnuplot.log" >&2
+set terminal pngcairo size 1200,900 noenhanced font ",10"
+set output "$OUT/evict.png"
+set multiplot layout 2,2 title "Store bytes per epoch / N (mean of epochs 2-$EPOCHS), $SHAPE, RAM ${RAM_MIB}M, C = the SSD tier"
+set logscale x 2
+set xrange [1.2:10]
+set xlabel "N/C"
+set ylabel "fetched / N"
+set yrange [0:1.1]
+set key bottom right
+set grid
+do for [i=0:$((${#ORDERS[@]} - 1))] {
+	set title word("${ORDERS[*]}", i + 1)
+	plot "$OUT/evict.dat" index i using 1:2 with linespoints lw 2 title "tierfs (tinylfu)", \
+		"" index i using 1:3 with linespoints title "lru", \
+		"" index i using 1:4 with lines dt 2 title "OPT (1 - C/N)", \
+		"" index i using 1:5 with lines dt 3 title "bound (1.05 x OPT)"
+}
+unset multiplot
+EOF
+	echo "table: $OUT/evict.md"
+	[ -s "$OUT/evict.png" ] && echo "chart: $OUT/evict.png"
+fi
 exit "$failed"
