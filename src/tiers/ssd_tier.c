@@ -913,6 +913,31 @@ drop:
 	return false;
 }
 
+/* Read len bytes at off of object (hi, lo)'s file around the page cache
+ * (O_DIRECT): the device's bytes, not a cached copy.  The bytes read, or
+ * -1 with *err its errno (EINVAL: the filesystem refuses O_DIRECT, as
+ * tmpfs does); *err is 0 after a read. */
+static ssize_t direct_pread(struct ssd_tier *t, uint64_t hi, uint64_t lo, void *buf, size_t len,
+			    uint64_t off, int *err)
+{
+	char name[NAME_BUF];
+	ssize_t n;
+	int fd;
+
+	obj_name(name, hi, lo);
+	fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+	if (fd < 0) {
+		*err = errno;
+		return -1;
+	}
+	do {
+		n = pread(fd, buf, len, (off_t)off);
+	} while (n < 0 && errno == EINTR);
+	*err = n < 0 ? errno : 0;
+	close(fd);
+	return n;
+}
+
 /* Read job j's bytes back from the disk, around the page cache when the
  * filesystem allows it, and compare them with their checksums: 0 when
  * they match, EBADMSG when they do not, else the read's errno. */
@@ -920,27 +945,15 @@ static int job_verify(struct ssd_tier *t, struct job *j)
 {
 	struct ssd_entry *e = j->e;
 	uint64_t off = e->index * t->chunk_size;
-	char name[NAME_BUF];
-	ssize_t n = -1;
+	ssize_t n;
 	int fd, derr;
 
 	if (!t->verify)
 		return 0;
-	/* O_DIRECT: the device's bytes, not the page cache's copy; through
-	 * the page cache where the filesystem refuses it (EINVAL: tmpfs) or
+	/* through the page cache where the filesystem refuses O_DIRECT or
 	 * the read comes back short; any other error is the device's answer,
 	 * which the page cache's copy must not hide */
-	obj_name(name, e->obj->hi, e->obj->lo);
-	fd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-	if (fd < 0) {
-		derr = errno;
-	} else {
-		do {
-			n = pread(fd, t->rbuf, (size_t)e->bytes, (off_t)off);
-		} while (n < 0 && errno == EINTR);
-		derr = n < 0 ? errno : 0;
-		close(fd);
-	}
+	n = direct_pread(t, e->obj->hi, e->obj->lo, t->rbuf, (size_t)e->bytes, off, &derr);
 	if (n != (ssize_t)e->bytes && n != (ssize_t)j->len) {
 		if (derr && derr != EINVAL)
 			return derr;
@@ -2257,9 +2270,8 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 		struct ssd_entry *e;
 		char *kcopy;
 		enum read_result r;
-		int fd, dfd, derr;
+		int fd, derr;
 		ssize_t n;
-		char name[NAME_BUF];
 
 		pthread_mutex_lock(&t->lock);
 		e = scrub_pick(t, &cursor);
@@ -2285,21 +2297,11 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 		memcpy(sums, e->sums, 4 * (size_t)e->nblocks);
 		pthread_mutex_unlock(&t->lock);
 
-		/* the device's bytes (O_DIRECT), not the page cache's; through
-		 * the page cache, on a descriptor of its own, only where the
-		 * filesystem refuses O_DIRECT (EINVAL) or the read is short */
-		obj_name(name, ohi, olo);
-		dfd = openat(t->objects_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
-		derr = dfd < 0 ? errno : 0;
-		n = -1;
-		if (dfd >= 0) {
-			do {
-				n = pread(dfd, t->sbuf, (size_t)bytes_of(dlen),
-					  (off_t)(id.index * t->chunk_size));
-			} while (n < 0 && errno == EINTR);
-			derr = n < 0 ? errno : 0;
-			close(dfd);
-		}
+		/* the device's bytes; through the page cache, on a descriptor
+		 * of its own, only where the filesystem refuses O_DIRECT
+		 * (EINVAL) or the read is short */
+		n = direct_pread(t, ohi, olo, t->sbuf, (size_t)bytes_of(dlen),
+				 id.index * t->chunk_size, &derr);
 		if (derr && derr != EINVAL) {
 			r = read_errno(derr);   /* the device's answer, not the page cache's copy */
 		} else if (n >= (ssize_t)dlen) {
