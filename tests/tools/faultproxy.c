@@ -30,7 +30,8 @@
  *  - Everything is bounded: MAX_CONNS client threads, each with one BUF_SIZE
  *    buffer per direction and HEAD_MAX per head; MAX_RULES armed rules;
  *    IO_TIMEOUT_S on every blocking socket call.
- *  - Counters are atomics; rules are under proxy.lock; the request-rate
+ *  - Counters are atomics, GETs by target under proxy.gets_lock (a table of
+ *    GETS_TABLE targets); rules are under proxy.lock; the request-rate
  *    bucket is under proxy.rate_lock; the other shaping settings are
  *    atomics read once per request. Control requests are never shaped.
  */
@@ -64,6 +65,7 @@
 #define HEAD_SLACK 64		/* room for an added "Connection: close" */
 #define MAX_CONNS 1024
 #define MAX_RULES 64
+#define GETS_TABLE 16384	/* object targets counted one by one (a power of two) */
 #define IO_TIMEOUT_S 300
 #define DRAIN_MS 1000		/* graceful close: read leftovers this long */
 #define DRAIN_BYTES (4 << 20)
@@ -130,6 +132,11 @@ struct proxy {
 	int64_t rate_last_ns;
 	atomic_int nconns;
 	atomic_ullong stats[ST_COUNT];
+	/* object GETs by target (FNV-1a of it), open addressing; a full
+	 * table counts no new target (the answer says so) */
+	pthread_mutex_t gets_lock;
+	struct target_count { uint64_t hash; unsigned long long n; } gets[GETS_TABLE];
+	bool gets_full;
 };
 
 struct request {
@@ -636,10 +643,41 @@ static int control_fault(struct proxy *px, const char *q, size_t qn, char *msg, 
 	return 200;
 }
 
+static uint64_t target_hash(const char *t, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)t[i]) * 1099511628211ull;
+	return h ? h : 1;	/* 0 marks a free entry */
+}
+
+/* The entry of target hash h (lock held): found, else a new one; NULL
+ * when absent and the table is full (then add says whether to make one). */
+static struct target_count *gets_entry(struct proxy *px, uint64_t h, bool add)
+{
+	for (size_t i = 0; i < GETS_TABLE; i++) {
+		struct target_count *e = &px->gets[(h + i) & (GETS_TABLE - 1)];
+
+		if (e->hash == h)
+			return e;
+		if (e->hash == 0) {
+			if (!add)
+				return NULL;
+			e->hash = h;
+			return e;
+		}
+	}
+	if (add)
+		px->gets_full = true;
+	return NULL;
+}
+
 /* Answers a /__proxy/ request:
  *   fault?kind=K[&count=N][&method=M][&path=SUBSTR][&after=BYTES][&ms=MS]
  *        [&pct=P][&for_ms=MS]
- *   clear   stats   reset_stats
+ *   clear   stats   reset_stats (the counters, and the GETs by target)
+ *   gets?target=/BUCKET/KEY  object GETs of that target since the last reset
  *   shape[?latency_ms=N][&bandwidth=BYTES_PER_SEC][&req_rate=N][&req_burst=N]
  *     (absent parameters keep their value; 0 turns one off; req_burst 0 is
  *     one second's worth; the answer lists all four)
@@ -668,9 +706,31 @@ static int control_handle(struct proxy *px, const struct request *rq, char *msg,
 					      (unsigned long long)atomic_load(&px->stats[i]));
 		return 200;
 	}
+	if (nl == 4 && memcmp(name, "gets", 4) == 0) {
+		char target[1024];
+		struct target_count *e;
+		unsigned long long n;
+		bool full;
+
+		if (query_get(q, qn, "target", target, sizeof(target)) != 1)
+			return snprintf(msg, msize, "bad parameter\n"), 400;
+		pthread_mutex_lock(&px->gets_lock);
+		e = gets_entry(px, target_hash(target, strlen(target)), false);
+		n = e ? e->n : 0;
+		full = px->gets_full;
+		pthread_mutex_unlock(&px->gets_lock);
+		if (full)
+			return snprintf(msg, msize, "too many targets (max %d)\n", GETS_TABLE), 507;
+		snprintf(msg, msize, "%llu\n", n);
+		return 200;
+	}
 	if (nl == 11 && memcmp(name, "reset_stats", 11) == 0) {
 		for (int i = 0; i < ST_COUNT; i++)
 			atomic_store(&px->stats[i], 0);
+		pthread_mutex_lock(&px->gets_lock);
+		memset(px->gets, 0, sizeof(px->gets));
+		px->gets_full = false;
+		pthread_mutex_unlock(&px->gets_lock);
 		snprintf(msg, msize, "stats reset\n");
 		return 200;
 	}
@@ -1051,6 +1111,16 @@ static void qhead_drop(struct conn *c, const char *name)
 	}
 }
 
+static void count_object_get(struct proxy *px, const char *target, size_t n)
+{
+	struct target_count *e;
+
+	pthread_mutex_lock(&px->gets_lock);
+	if ((e = gets_entry(px, target_hash(target, n), true)))
+		e->n++;
+	pthread_mutex_unlock(&px->gets_lock);
+}
+
 static void count_request(struct proxy *px, const struct request *rq)
 {
 	static const char *const names[] = { "GET", "HEAD", "PUT", "POST", "DELETE" };
@@ -1059,8 +1129,10 @@ static void count_request(struct proxy *px, const struct request *rq)
 	atomic_fetch_add(&px->stats[ST_REQUESTS], 1);
 	if (strcmp(method, "GET") == 0 && rq->target_len > 1 && rq->target[0] == '/' &&
 	    !memchr(rq->target, '?', rq->target_len) &&
-	    memchr(rq->target + 1, '/', rq->target_len - 1))
+	    memchr(rq->target + 1, '/', rq->target_len - 1)) {
 		atomic_fetch_add(&px->stats[ST_OBJECT_GET], 1);
+		count_object_get(px, rq->target, rq->target_len);
+	}
 	for (int i = 0; i < 5; i++)
 		if (strcmp(method, names[i]) == 0)
 			atomic_fetch_add(&px->stats[ST_GET + i], 1);
@@ -1264,6 +1336,7 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&px->lock, NULL);
 	pthread_mutex_init(&px->rate_lock, NULL);
+	pthread_mutex_init(&px->gets_lock, NULL);
 	atomic_store(&px->latency_ms, latency_ms);
 	atomic_store(&px->bandwidth, bandwidth);
 	rate_set(px, req_rate, req_burst);
