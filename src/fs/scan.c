@@ -142,6 +142,11 @@ bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *i
 	return false;
 }
 
+bool ra_scan_opened(const struct ra_scan *s, size_t idx)
+{
+	return idx < s->n && bit_get(s->opened, idx);
+}
+
 void ra_scan_account(struct ra_scan *s, uint64_t bytes)
 {
 	s->bytes_taken += bytes;

@@ -78,6 +78,10 @@ bool ra_scan_activate(struct ra_scan *s, uint64_t now_us);
 bool ra_scan_take(struct ra_scan *s, uint64_t now_us, uint64_t budget, size_t *idx);
 void ra_scan_account(struct ra_scan *s, uint64_t bytes);
 
+/* Entry idx was opened this epoch (a fetch ahead of it is too late: its
+ * reader has it, or fetches it itself). */
+bool ra_scan_opened(const struct ra_scan *s, size_t idx);
+
 /* Entry idx, taken and accounted bytes, is being opened (call before
  * ra_scan_on_open): its bytes no longer count against the budget, which
  * then bounds what is fetched and not yet opened rather than what an

@@ -250,6 +250,16 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 	return false;
 }
 
+/* A scan's entry, opened since it was handed out (scan_lock held): its
+ * reader has it or fetches it itself; fetched now, it would come after
+ * the read (a GET the job never uses, when RAM evicted it meanwhile). */
+static bool scan_job_opened(const struct scan_job *j)
+{
+	const struct ra_scan *s = j->scan_listing->scan;
+
+	return s->epochs == j->scan_epochs && ra_scan_opened(s, j->scan_idx);
+}
+
 /* Fetch the file's chunks ahead into RAM (a slot that is free or read
  * through this epoch), and to_ssd, to the SSD tier's free room too (past
  * its admission: the job will read it this epoch, and the tier keeps it
@@ -268,13 +278,14 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 
 	for (uint64_t i = 0; i * cs < size; i++) {
 		size_t want = chunk_cache_chunk_len(fs->cache, size, i);
-		bool fetched = false;
+		bool fetched = false, late;
 		int rc;
 
 		pthread_mutex_lock(&fs->scan_lock);
 		rc = fs->scan_stop;
+		late = j->scan_listing && scan_job_opened(j);
 		pthread_mutex_unlock(&fs->scan_lock);
-		if (rc)
+		if (rc || late)
 			return got;
 		if (to_ssd) {
 			rc = chunk_cache_prefetch_ssd(fs->cache, &o, i, &fetched);
