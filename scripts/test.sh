@@ -23,8 +23,9 @@
 # Knobs: TIERFS_TEST_SKIP_ASAN=1 skips the ASan pass, TIERFS_TEST_SKIP_TSAN=1
 #        the TSan pass, TIERFS_TEST_FUZZ_SECS=0 the fuzzing;
 #        TIERFS_TEST_FILTER=glob runs only binaries whose name matches;
-#        TIERFS_TEST_REPEAT=N runs every test N times in a row (one setup,
-#        build and radosgw; the counts add up), to show nothing flakes.
+#        TIERFS_TEST_REPEAT=N runs it all N times in a row (the tests, the
+#        stress runs and canary, the fuzzing; one setup, build and radosgw;
+#        the counts add up), to show nothing flakes.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -173,13 +174,13 @@ run_sh() {
 	fi
 }
 
-REPEAT=${TIERFS_TEST_REPEAT:-1}
-[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "TIERFS_TEST_REPEAT must be a positive number"
-for ((round = 1; round <= REPEAT; round++)); do
+# tests_round: every test binary and shell test of every build, once
+tests_round() {
+	local b kind name
 	for b in "${BUILDS[@]}"; do
-		step "tests: $b${REPEAT:+$([ "$REPEAT" -gt 1 ] && echo " (round $round of $REPEAT)")}"
+		[ "$b" = build-tsan ] && continue   # its tests: the stress run
+		step "tests: $b$ROUND"
 		for kind in unit integration shell; do
-			[ "$b" = build-tsan ] && continue
 			for name in $(tests_in "$b" "$kind"); do
 				# shellcheck disable=SC2053
 				[[ $name == ${TIERFS_TEST_FILTER:-*} ]] || continue
@@ -187,7 +188,7 @@ for ((round = 1; round <= REPEAT; round++)); do
 			done
 		done
 	done
-done
+}
 
 # run_stress BUILD: threads through the chunk cache for a while (one test)
 run_stress() {
@@ -214,38 +215,56 @@ run_canary() {
 	fi
 }
 
-if [[ stress == ${TIERFS_TEST_FILTER:-*} ]]; then
-	for b in "${BUILDS[@]}"; do
-		step "stress: $b"
-		run_stress "$b"
-		[ "$b" = build-tsan ] && run_canary "$b" race "ThreadSanitizer: data race"
-	done
-fi
+# stress_round: the threaded stress test in every build, and the TSan canary
+stress_round() {
+	local b
+	if [[ stress == ${TIERFS_TEST_FILTER:-*} ]]; then
+		for b in "${BUILDS[@]}"; do
+			step "stress: $b$ROUND"
+			run_stress "$b"
+			[ "$b" = build-tsan ] && run_canary "$b" race "ThreadSanitizer: data race"
+		done
+	fi
+}
 
 # libFuzzer on every parser for a short time: each target counts as one
 # test (scripts/fuzz.sh; without clang's libFuzzer, said and skipped)
 FUZZ_SECS=${TIERFS_TEST_FUZZ_SECS:-10}
-if [ "$FUZZ_SECS" != 0 ] && [[ fuzz == ${TIERFS_TEST_FILTER:-*} ]]; then
-	step "fuzz (${FUZZ_SECS}s per target)"
-	bash scripts/fuzz.sh "$FUZZ_SECS" >"$LOG_DIR/fuzz.log" 2>&1
-	rc=$?
-	if [ "$rc" = 2 ]; then
-		echo "fuzz: skipped: $(tail -n 1 "$LOG_DIR/fuzz.log")"
-	else
-		while read -r word name _; do
-			if [ "$word" = ok ]; then
-				PASSED=$((PASSED + 1))
-			else
-				FAILED=$((FAILED + 1))
-				FAILED_NAMES+=("$name")
+# fuzz_round: each target FUZZ_SECS seconds
+fuzz_round() {
+	local rc word name
+	if [ "$FUZZ_SECS" != 0 ] && [[ fuzz == ${TIERFS_TEST_FILTER:-*} ]]; then
+		step "fuzz (${FUZZ_SECS}s per target)$ROUND"
+		bash scripts/fuzz.sh "$FUZZ_SECS" >"$LOG_DIR/fuzz.log" 2>&1
+		rc=$?
+		if [ "$rc" = 2 ]; then
+			echo "fuzz: skipped: $(tail -n 1 "$LOG_DIR/fuzz.log")"
+		else
+			while read -r word name _; do
+				if [ "$word" = ok ]; then
+					PASSED=$((PASSED + 1))
+				else
+					FAILED=$((FAILED + 1))
+					FAILED_NAMES+=("$name")
+				fi
+			done < <(grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log")
+			grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log"
+			if [ "$rc" != 0 ] && ! grep -aq "^FAIL" "$LOG_DIR/fuzz.log"; then
+				fail_one fuzz fuzz.sh "$LOG_DIR/fuzz.log" " (exit $rc)"
 			fi
-		done < <(grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log")
-		grep -aE "^(ok|FAIL) +fuzz_" "$LOG_DIR/fuzz.log"
-		if [ "$rc" != 0 ] && ! grep -aq "^FAIL" "$LOG_DIR/fuzz.log"; then
-			fail_one fuzz fuzz.sh "$LOG_DIR/fuzz.log" " (exit $rc)"
 		fi
 	fi
-fi
+}
+
+REPEAT=${TIERFS_TEST_REPEAT:-1}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "TIERFS_TEST_REPEAT must be a positive number"
+for ((round = 1; round <= REPEAT; round++)); do
+	ROUND=
+	[ "$REPEAT" -gt 1 ] && ROUND=" (round $round of $REPEAT)"
+	tests_round
+	stress_round
+	fuzz_round
+done
 
 echo
 if [ "${#FAILED_NAMES[@]}" -gt 0 ]; then
