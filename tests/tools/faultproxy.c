@@ -652,8 +652,9 @@ static uint64_t target_hash(const char *t, size_t n)
 	return h ? h : 1;	/* 0 marks a free entry */
 }
 
-/* The entry of target hash h (lock held): found, else a new one; NULL
- * when absent and the table is full (then add says whether to make one). */
+/* The entry of target hash h (lock held): the one found, else, with add,
+ * a new one; NULL when absent and not added (add false, or the table
+ * full: then gets_full is set). */
 static struct target_count *gets_entry(struct proxy *px, uint64_t h, bool add)
 {
 	for (size_t i = 0; i < GETS_TABLE; i++) {
