@@ -114,6 +114,8 @@ int fs_object_warm(struct tfs_fs *fs, const struct fs_object *o, enum pin_tier t
 			res->bytes_fetched += want;
 		}
 	}
+	if (tier == PIN_SSD)
+		chunk_cache_flush(fs->cache);   /* the reply says the chunks are stored */
 	return TFS_OK;
 }
 

@@ -513,6 +513,8 @@ void chunk_cache_evict(struct chunk_cache *cc, const struct chunk_obj *o, unsign
 {
 	uint64_t n = chunk_cache_chunks(cc, o->size);
 
+	if ((tiers & PIN_SSD) && cc->ssd)
+		ssd_tier_flush(cc->ssd);   /* a write queued before the request lands first */
 	for (uint64_t i = 0; i < n; i++) {
 		struct chunk_id id = { o->key, o->cache_id, i };
 
@@ -538,8 +540,16 @@ void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_
 {
 	if (tiers & PIN_RAM)
 		ram_tier_evict_all(cc->ram, &ev->chunks, &ev->bytes, &ev->pinned);
-	if ((tiers & PIN_SSD) && cc->ssd)
+	if ((tiers & PIN_SSD) && cc->ssd) {
+		ssd_tier_flush(cc->ssd);
 		ssd_tier_evict_all(cc->ssd, &ev->chunks, &ev->bytes, &ev->pinned);
+	}
+}
+
+void chunk_cache_flush(struct chunk_cache *cc)
+{
+	if (cc->ssd)
+		ssd_tier_flush(cc->ssd);
 }
 
 uint64_t chunk_cache_pin_limit(struct chunk_cache *cc, enum pin_tier tier)

@@ -147,10 +147,16 @@ void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, ui
 			   uint64_t *ssd);
 
 /* Evict o's chunks from tiers (a mask of PIN_RAM and PIN_SSD), or every
- * chunk; pinned chunks and chunks in use stay.  Adds to *ev. */
+ * chunk; pinned chunks and chunks in use stay.  Writes to the SSD tier
+ * queued before the call land first, so none of them outlives it.  Adds
+ * to *ev. */
 void chunk_cache_evict(struct chunk_cache *cc, const struct chunk_obj *o, unsigned tiers,
 		       struct chunk_cache_evicted *ev);
 void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_cache_evicted *ev);
+
+/* Wait until every write to the SSD tier queued so far is done (a warm-up
+ * that replies when its chunks are stored).  No-op without an SSD tier. */
+void chunk_cache_flush(struct chunk_cache *cc);
 
 /* Pin keys[0..n) (sizes[i] bytes each) in tier: their chunks there are
  * never evicted (in the other tier they are ordinary).  All or nothing:
