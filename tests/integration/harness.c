@@ -719,6 +719,32 @@ long long it_daemon_stat(struct it_mount *m, const char *name)
 	return it_stats_get(buf, name);
 }
 
+void it_ssd_settle(struct it_mount *m, double timeout_s)
+{
+	long long last = -1;
+	double deadline = it_now() + timeout_s, stable = 0;
+
+	while (it_now() < deadline) {
+		char s[8192];
+		long long v;
+
+		cr_assert_eq(it_daemon_stats(m, s, sizeof(s)), 0, "no stats from the daemon");
+		v = it_stats_get(s, "ssd.insertions") + it_stats_get(s, "ssd.dropped") +
+		    it_stats_get(s, "ssd.rejected") + it_stats_get(s, "ssd.evictions");
+		if (it_stats_get(s, "ssd.queued") != 0) {
+			last = -1;   /* the writer has work: not settled, however long */
+		} else if (v == last) {
+			if (it_now() - stable >= 0.5)
+				return;
+		} else {
+			last = v;
+			stable = it_now();
+		}
+		usleep(100000);
+	}
+	cr_assert_fail("the SSD writer never settled in %.0f s", timeout_s);
+}
+
 void it_drop_caches(void)
 {
 	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);

@@ -231,6 +231,11 @@ int it_daemon_stats(struct it_mount *m, char *out, size_t outlen);
 long long it_stats_get(const char *stats, const char *name);
 /* Both in one: a fresh stats line, one counter of it. */
 long long it_daemon_stat(struct it_mount *m, const char *name);
+/* Wait (<= timeout_s) until the SSD writer has nothing queued and its
+ * counters (insertions, dropped, rejected, evictions) have not moved for
+ * half a second: what was read has reached the disk or been refused.
+ * Asserts when it never settles. */
+void it_ssd_settle(struct it_mount *m, double timeout_s);
 
 /* sync, then drop the kernel's page cache, so reads reach the daemon. */
 void it_drop_caches(void);

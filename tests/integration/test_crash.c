@@ -159,34 +159,6 @@ static long long stat_of(const char *name)
 	return v;
 }
 
-/* Wait (<= 60 s) until the SSD writer has nothing in flight: the chunks
- * stored plus dropped plus rejected stop changing for half a second. */
-static void ssd_settle(void)
-{
-	long long last = -1;
-	double deadline = it_now() + 60.0, stable = 0;
-
-	while (it_now() < deadline) {
-		char s[8192];
-		long long v;
-
-		cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
-		v = it_stats_get(s, "ssd.insertions") + it_stats_get(s, "ssd.dropped") +
-		    it_stats_get(s, "ssd.rejected") + it_stats_get(s, "ssd.evictions");
-		if (it_stats_get(s, "ssd.queued") != 0) {
-			last = -1;   /* the writer has work: not settled, however long */
-		} else if (v == last) {
-			if (it_now() - stable >= 0.5)
-				return;
-		} else {
-			last = v;
-			stable = it_now();
-		}
-		usleep(100000);
-	}
-	cr_assert_fail("the SSD writer never settled");
-}
-
 /* Read all of o through the mount and compare; fails the test. */
 static void read_ok(const struct obj *o)
 {
@@ -519,7 +491,7 @@ Test(crash, kill_loop_serves_exact_bytes_and_keeps_disk_and_index_in_step)
 	mount_ok(base, NULL);
 	check_accounting("last restart");
 	read_all_ok(objs, NOBJ);
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	check_accounting("after the last reads");
 	it_unmount_ok(&env, &mnt);
 	free(check_offline("the end").v);
@@ -571,8 +543,10 @@ static void cli_ok(const char *const *args)
 Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 {
 	/* room for the writer's queue; every read checked (passthrough reads
-	 * are not: their corruption is the background scrub's to find) */
-	const char *extra[] = { "--ram-size", "64M", "--verify-reads", NULL };
+	 * are not: their corruption is the background scrub's to find); no
+	 * scrub, so that each damaged chunk is found by its reader alone and
+	 * counted once */
+	const char *extra[] = { "--ram-size", "64M", "--verify-reads", "--scrub-rate", "0", NULL };
 	const char *evict_ram[] = { "evict", "--tier", "ram", "--all", mnt.dir, NULL };
 	unsigned chunks, flipped = 0, flipped2 = 0;
 	struct ix_list l;
@@ -582,7 +556,7 @@ Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 	chunks = chunks_of(objs, NOBJ);
 	mount_ok(extra, NULL);
 	read_all_ok(objs, NOBJ);
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	cr_assert_eq(stat_of("ssd.entries"), chunks, "every chunk is on SSD before the damage");
 	cr_assert_eq(it_unmount(&mnt), 0);
 
@@ -598,7 +572,7 @@ Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 	/* the damaged chunks' bytes came from the store (the bytes are
 	 * exact), the others' from the SSD (hits count reads, not chunks) */
 	cr_expect_gt(stat_of("ssd.hits"), 0, "nothing read from the SSD: the test proves nothing");
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	check_accounting("after offline damage");
 
 	/* while mounted: the same chunks and their neighbours damaged under
@@ -611,7 +585,7 @@ Test(crash, corrupt_chunk_bytes_offline_and_while_mounted_are_counted_misses)
 	read_all_ok(objs, NOBJ);
 	cr_expect_eq(stat_of("ssd.checksum_failures") - fail0, flipped2,
 		     "each chunk damaged while mounted is one checksum failure");
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	check_accounting("after damage while mounted");
 	it_unmount_ok(&env, &mnt);
 	free(check_offline("the end").v);
@@ -644,8 +618,10 @@ static void raw_put(const struct chunk_id *id, const void *value, size_t len)
 Test(crash, corrupt_index_records_are_misses_or_dropped_never_wrong_bytes)
 {
 	/* room for the writer's queue; every read checked (passthrough reads
-	 * are not: their corruption is the background scrub's to find) */
-	const char *extra[] = { "--ram-size", "64M", "--verify-reads", NULL };
+	 * are not: their corruption is the background scrub's to find); no
+	 * scrub, so that each damaged chunk is found by its reader alone and
+	 * counted once */
+	const char *extra[] = { "--ram-size", "64M", "--verify-reads", "--scrub-rate", "0", NULL };
 	struct cache_index_rec *rec = malloc(sizeof(*rec));
 	unsigned chunks, sums_bad = 0, len_bad = 0;
 	struct cache_index *ix;
@@ -656,7 +632,7 @@ Test(crash, corrupt_index_records_are_misses_or_dropped_never_wrong_bytes)
 	chunks = chunks_of(objs, NOBJ);
 	mount_ok(extra, NULL);
 	read_all_ok(objs, NOBJ);
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	cr_assert_eq(it_unmount(&mnt), 0);
 	l = check_offline("stored");
 	cr_assert_eq(l.n, chunks);
@@ -712,7 +688,7 @@ Test(crash, corrupt_index_records_are_misses_or_dropped_never_wrong_bytes)
 		     "a record whose checksum or length is wrong is a counted miss");
 	cr_expect_leq(stat_of("ssd.hits"), (long long)(l.n - sums_bad - len_bad) + 0LL,
 		      "a damaged record served a hit");
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	check_accounting("after reading everything again");
 	it_unmount_ok(&env, &mnt);
 	{
@@ -757,16 +733,18 @@ static void daemon_alive(void)
 	cr_assert_eq(stat(mnt.dir, &st), 0, "the mount does not answer: %s", strerror(errno));
 }
 
-/* Read everything twice, the second time from below RAM. */
+/* Read everything twice, the second time from below RAM; then wait for
+ * the SSD writer, so what the test counts next is final. */
 static void read_twice(const struct obj *o, size_t n)
 {
 	const char *evict_ram[] = { "evict", "--tier", "ram", "--all", mnt.dir, NULL };
 
 	read_all_ok(o, n);
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	cli_ok(evict_ram);
 	it_drop_caches();
 	read_all_ok(o, n);
+	it_ssd_settle(&mnt, 60.0);
 }
 
 Test(crash, cache_disk_full_of_bytes_keeps_its_margin_and_serves_exact_bytes)
@@ -912,7 +890,7 @@ static void failing_disk(const char *ops, unsigned every, const char *err)
 	if (strstr(ops, "pread")) {
 		mount_ok(extra, NULL);
 		read_all_ok(objs, NOBJ);
-		ssd_settle();
+		it_ssd_settle(&mnt, 60.0);
 		it_unmount_ok(&env, &mnt);
 	}
 	iofault_env(&f, ops, every, err, logpath, false);
@@ -1152,12 +1130,12 @@ Test(crash, rss_stays_within_the_ram_tier_and_descriptors_stay_flat)
 	cr_expect_leq(hwm, allowance_kib, "the daemon's RSS reached %lld MiB", hwm >> 10);
 
 	/* descriptors over epochs of the first 16 files, from SSD and store */
-	ssd_settle();
+	it_ssd_settle(&mnt, 60.0);
 	for (int e = 0; e < 5; e++) {
 		cli_ok(evict_ram);
 		it_drop_caches();
 		stream_all(o, 16);
-		ssd_settle();
+		it_ssd_settle(&mnt, 60.0);
 		fds[e] = count_fds(mnt.pid);
 	}
 	fprintf(stderr, "descriptors after 5 epochs: %u %u %u %u %u\n", fds[0], fds[1], fds[2], fds[3],
