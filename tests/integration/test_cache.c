@@ -128,10 +128,11 @@ static void read_ok(const struct obj *o)
 	close(open_read_ok(o));
 }
 
-/* Poll the daemon's counter until it reaches want (<= 20 s). */
+/* Poll the daemon's counter until it reaches want (<= 60 s: the SSD
+ * writer of a slow sanitizer build on a busy disk). */
 static long long wait_stat_geq(const char *name, long long want)
 {
-	double deadline = it_now() + 20.0;
+	double deadline = it_now() + 60.0;
 	long long v = -1;
 	while (it_now() < deadline) {
 		v = it_daemon_stat(&mnt, name);
@@ -337,10 +338,7 @@ Test(cache, deleted_cache_files_fall_back_to_the_store)
 	long long misses0, hits0, ins0, gets, misses, hits, ins;
 	mount_cache(extra);
 	read_ok(&A);
-	double deadline = it_now() + 20.0;
-	while (it_now() < deadline && it_daemon_stat(&mnt, "ssd.insertions") +
-					      it_daemon_stat(&mnt, "ssd.dropped") < A.chunks)
-		usleep(50000);
+	it_ssd_settle(&mnt, 60.0);
 	cr_assert_geq(it_daemon_stat(&mnt, "ssd.entries"), 1);
 	char dir[PATH_MAX];
 	it_fmt(dir, sizeof(dir), "rm -rf '%s/objects/'*", cache_dir);
@@ -384,11 +382,17 @@ Test(cache, full_cache_disk_degrades_to_misses_never_to_errors)
 	read_ok(&B);
 	read_ok(&BIG);
 	read_ok(&C);
+	it_ssd_settle(&mnt, 60.0);
 	char stats[4096];
 	cr_assert_eq(it_daemon_stats(&mnt, stats, sizeof(stats)), 0);
 	cr_expect_gt(it_stats_get(stats, "ssd.dropped"), 0, "%s", stats);
 	cr_expect_gt(it_stats_get(stats, "ssd.io_errors"), 0, "no ENOSPC seen: %s", stats);
-	cr_expect_eq(it_stats_get(stats, "ssd.degraded"), 1, "%s", stats);
+	/* degraded is a state: a write that succeeds after the backoff ends
+	 * it; that the tier went degraded is in the log */
+	char *log = it_mount_log(&mnt);
+	cr_expect(log && strstr(log, "degraded: insertions refused"), "no degraded tier in the log: %s",
+		  log ? log : "(none)");
+	free(log);
 	cr_expect_leq(it_stats_get(stats, "ssd.bytes_used"), 6 * IT_MIB, "%s", stats);
 	cr_log_info("full disk: %s", stats);
 	/* everything still reads right after the RAM tier let go of it */
@@ -410,7 +414,7 @@ Test(cache, overwritten_object_is_never_served_stale_and_old_chunks_go)
 	usleep(1300 * 1000);
 	read_ok(&B2);
 	/* the old version's three chunks are reclaimed; the new one's cached */
-	double deadline = it_now() + 20.0;
+	double deadline = it_now() + 60.0;
 	unsigned files = 0;
 	while (it_now() < deadline && (files = object_files(NULL, 0)) != 1)
 		usleep(50000);
