@@ -425,9 +425,10 @@ Test(readahead, a_loaders_plan_is_fetched_ahead_in_its_order)
 	cr_expect_eq(it_daemon_stat(&mnt, "readahead.scan_files"), 0, "a scan ran beside the plan");
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "a file was fetched twice");
 	long long heads = it_proxy_stat(&proxy, "HEAD");
-	/* at most the reader's own lookup of "imgs", when it comes before the
-	 * plan's fetchers listed the root */
-	cr_expect_leq(heads, 1, "%lld HEADs: sizes and ETags come from the listing", heads);
+	/* a lookup that comes before the plan's fetchers have listed "imgs"
+	 * asks by name (a HEAD): the reader's first file or two, however
+	 * slow the machine; one HEAD per file would be 40 */
+	cr_expect_leq(heads, 4, "%lld HEADs: sizes and ETags come from the listing", heads);
 	cr_expect_eq(plan_stat("entries"), N_IMGS);
 	cr_expect_eq(plan_stat("opened"), N_IMGS);
 	cr_expect_eq(plan_stat("done"), 1);
@@ -524,6 +525,26 @@ Test(readahead, a_long_plan_arrives_whole)
 	it_unmount_ok(&env, &mnt);
 }
 
+/* Wait until the store is quiet: the proxy has counted no new object GET
+ * over 200 ms (at most 20 s).  A GET is counted when it arrives and takes
+ * 20 ms here, so the fetches ahead it stands for have landed too.  A
+ * reader that waits so leaves the fetches ahead all the time they need,
+ * however slow the build: what they fetch then depends on the scan's
+ * logic alone, not on who is faster. */
+static void settle(void)
+{
+	long long gets = -1;
+	int still = 0;
+
+	for (int i = 0; i < 400 && still < 4; i++) {
+		long long g = it_proxy_stat(&proxy, "object_GET");
+
+		still = g == gets ? still + 1 : 0;
+		gets = g;
+		usleep(50 * 1000);
+	}
+}
+
 /* A dataset twice the cache, read in a new shuffled order each epoch with
  * the plan handed over: what the SSD tier holds stays (nothing is evicted
  * for a file the plan will not read again this epoch, Belady's rule), so
@@ -547,7 +568,8 @@ Test(readahead, with_a_plan_a_cache_smaller_than_the_dataset_keeps_its_set)
 			order[i] = (i * mult[e] + 7 * e) % N_IMGS;
 		it_proxy_reset_stats(&proxy);
 		loader_epoch(order, true);
-		sleep(1);    /* the SSD writer stores the last ones */
+		settle();                   /* fetches ahead in flight land */
+		it_ssd_settle(&mnt, 60.0);  /* and the SSD writer stores them */
 		long long gets = it_proxy_stat(&proxy, "object_GET");
 		long long evicted = json_stat("counters.ssd.evictions") - ev;
 
@@ -595,7 +617,9 @@ static void ram_keeps_a_stable_part(bool plan, bool ssd)
 	for (int e = 0; e < 3; e++) {
 		it_proxy_reset_stats(&proxy);
 		loader_epoch(order, plan);
-		sleep(1);    /* fetches ahead in flight land */
+		settle();    /* fetches ahead in flight land */
+		if (ssd)
+			it_ssd_settle(&mnt, 60.0);
 		long long gets = it_proxy_stat(&proxy, "object_GET");
 		long long hits = json_stat("counters.ram.hits") - hits0;
 
@@ -625,26 +649,6 @@ Test(readahead, ram_smaller_than_the_dataset_keeps_a_stable_part_with_a_plan)
 Test(readahead, ram_smaller_than_the_dataset_keeps_a_stable_part_in_a_scan)
 {
 	ram_keeps_a_stable_part(false, true);
-}
-
-/* Wait until the store is quiet: the proxy has counted no new object GET
- * over 200 ms (at most 20 s).  A GET is counted when it arrives and takes
- * 20 ms here, so the fetches ahead it stands for have landed too.  A
- * reader that waits so leaves the fetches ahead all the time they need,
- * however slow the build: what they fetch then depends on the scan's
- * logic alone, not on who is faster. */
-static void settle(void)
-{
-	long long gets = -1;
-	int still = 0;
-
-	for (int i = 0; i < 400 && still < 4; i++) {
-		long long g = it_proxy_stat(&proxy, "object_GET");
-
-		still = g == gets ? still + 1 : 0;
-		gets = g;
-		usleep(50 * 1000);
-	}
 }
 
 /* RAM only, no plan, RAM of about half the dataset: the scan's budget
