@@ -206,15 +206,16 @@ Test(faults, get_stall_5s_mid_body_then_ok)
 }
 
 /* The proxy stalls one GET for 60 s after `after` body bytes: only the
- * stall timeout (2 s) saves the read.  "No progress for 2 s" must be seen
- * within the timeout plus slack (one retry backoff, scheduling): 5 s. */
+ * stall timeout (2 s) saves the read.  It takes the timeout plus a retry
+ * (about 3 s here); what must hold on any machine, however slow, is that
+ * the read ends long before the stall would have: under 20 s. */
 static void stall_case(const char *after)
 {
 	const char *extra[] = { "--stall-timeout", "2", NULL };
 	char more[64];
 	it_fmt(more, sizeof(more), "&after=%s&ms=60000", after);
 	double secs = transient_get_fault("stall", 1, more, extra);
-	cr_expect_lt(secs, 5.0, "stall after %s bytes: read took %.1f s with --stall-timeout 2",
+	cr_expect_lt(secs, 20.0, "stall after %s bytes: read took %.1f s with --stall-timeout 2",
 		     after, secs);
 	cr_expect_gt(secs, 1.5, "stall after %s bytes: read took only %.1f s: no stall?", after,
 		     secs);
