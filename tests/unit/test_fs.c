@@ -350,12 +350,14 @@ Test(fs, stale_answers_end_at_max_stale_and_never_with_it_0)
 	struct fs_attr a;
 	struct fs_stats st;
 
-	fs = mount_fs_stale(20, 100);
+	/* 2 s of stale answers: room for a slow build between learning the
+	 * names and the first stale lookup */
+	fs = mount_fs_stale(20, 2000);
 	learn_and_cache();
 	usleep(40 * 1000);
 	store->fail_rc = TFS_E_CONNECT;
 	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
-	usleep(150 * 1000);     /* past the TTL plus --max-stale */
+	usleep(2100 * 1000);    /* past the TTL plus --max-stale */
 	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_E_CONNECT);
 	fs_free(fs);
 
@@ -894,9 +896,14 @@ Test(fs, shuffled_epoch_is_fetched_ahead_by_the_directory_scan, .timeout = 60)
 		fs_release(fs, f);
 	}
 	/* the rest comes without the job asking (waited for up to 25 s: a
-	 * bound for a slow build, not a speed) */
-	for (int t = 0; t < 2500 && store->gets - gets_before < N; t++)
+	 * bound for a slow build, not a speed); a GET is counted when it
+	 * starts, the scan's file when its fetch returns: wait for both */
+	for (int t = 0; t < 2500; t++) {
+		fs_stats(fs, &st);
+		if (store->gets - gets_before >= N && st.scan_files >= N - SCAN_TRIGGER_FOR_TEST)
+			break;
 		usleep(10000);
+	}
 	cr_expect_eq(store->gets - gets_before, N, "each file fetched once, by the job or the scan");
 	fs_stats(fs, &st);
 	cr_expect_eq(st.scan_files, N - SCAN_TRIGGER_FOR_TEST);

@@ -541,7 +541,9 @@ static void *prefetch_thread(void *arg)
 Test(ram_tier, reader_of_a_chunk_in_flight_waits_and_is_late)
 {
 	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
-	struct counter c = { .delay = 300000 };
+	/* the fill lasts 2 s: the reader's get comes while it is in flight
+	 * however slow the build */
+	struct counter c = { .delay = 2000000 };
 	struct late_arg a = { t, &c, 0 };
 	struct chunk_id id = { "slow", "e", 2 };
 	struct chunk_ref *r;
