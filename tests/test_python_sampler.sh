@@ -60,7 +60,7 @@ PY
 "$tools/tierfs-faultproxy" --listen 127.0.0.1:0 --port-file "$tmp/port" \
 	--upstream "${S3_ENDPOINT#http://}" --latency-ms 30 >"$tmp/proxy.log" 2>&1 &
 proxy_pid=$!
-for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$tmp/port" ] && break; sleep 0.1; done   # <= 60 s
 [ -s "$tmp/port" ] || fail "fault proxy did not start: $(cat "$tmp/proxy.log")"
 proxy=http://127.0.0.1:$(cat "$tmp/port")
 

@@ -616,7 +616,9 @@ int it_mount_at(const struct it_env *env, const char *source, const char *endpoi
 	m->pid = pid;
 	struct tracked *t = track_add(TRACK_MOUNT, pid, m->dir);
 
-	double end = it_now() + 20.0;
+	/* a bound on a hang: an ASan daemon under strace on two busy cores
+	 * takes seconds to mount */
+	double end = it_now() + 60.0;
 	while (it_now() < end) {
 		if (it_is_fuse_mount(m->dir))
 			return 0;
@@ -630,7 +632,7 @@ int it_mount_at(const struct it_env *env, const char *source, const char *endpoi
 		}
 		sleep_ms(10);
 	}
-	fprintf(stderr, "harness: %s not mounted after 20 s\n", m->dir);
+	fprintf(stderr, "harness: %s not mounted after 60 s\n", m->dir);
 	m->status = kill_and_reap(pid, 5.0);
 	m->pid = 0;
 	if (t)

@@ -211,7 +211,7 @@ int it_mkdtemp(const struct it_env *env, const char *tag, char *out, size_t n);
 
 /* Mount source ("s3://bucket[/prefix]") at a fresh mountpoint with
  * `-f --endpoint endpoint --path-style` plus extra (NULL-terminated, may
- * be NULL), and wait (<= 20 s) until it is a FUSE mount.  0 when mounted;
+ * be NULL), and wait (<= 60 s) until it is a FUSE mount.  0 when mounted;
  * -1 when the daemon exited or timed out (m->status, it_mount_log()). */
 int it_mount(const struct it_env *env, const char *source, const char *endpoint,
 	     const char *const *extra, struct it_mount *m);

@@ -256,9 +256,10 @@ Test(cache, kill9_while_caching_keeps_every_complete_chunk)
 	read_ok(&B);
 	wait_stat_geq("ssd.entries", A.chunks + B.chunks);
 
-	/* heavy caching of BIG, slowed down (8 MB/s per connection) so that
-	 * the kill -9 lands in the middle of it */
-	cr_assert_eq(it_proxy_ctl(&proxy, "shape?bandwidth=8000000", NULL, 0), 200);
+	/* heavy caching of BIG, slowed down (2 MB/s per connection: seconds
+	 * for its 48 chunks, against one poll of the stats) so that the
+	 * kill -9 lands in the middle of it */
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?bandwidth=2000000", NULL, 0), 200);
 	struct reader_arg ra;
 	pthread_t th;
 	it_fmt(ra.path, sizeof(ra.path), "%s/%s", mnt.dir, BIG.key);

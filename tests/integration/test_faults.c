@@ -145,7 +145,9 @@ static double transient_get_fault(const char *kind, unsigned count, const char *
 	/* F_SIZE spans 4 chunks: at least one good GET besides the failures */
 	cr_expect_geq(gets, (long long)count + 1, "%s: only %lld GETs for %u faults", kind, gets,
 		      count);
-	cr_expect_lt(secs, 15.0, "%s: read took %.1f s", kind, secs);
+	/* a bound on a hang, not a speed (a 5 s stall plus its retry is
+	 * about 6 s here); the stall cases check their timeout themselves */
+	cr_expect_lt(secs, 60.0, "%s: read took %.1f s", kind, secs);
 	cr_log_info("%s%s x%u: %lld GETs, %.2f s", kind, more, count, gets, secs);
 	it_unmount_ok(&env, &mnt);
 	return secs;

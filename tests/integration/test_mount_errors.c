@@ -98,11 +98,13 @@ static void expect_mount_fails(const char *src, const char *endpoint, const char
 		args[n++] = "2";
 		args[n] = NULL;
 		struct it_run r;
-		cr_assert_eq(it_run_tierfs(&env, args, env_set, 20.0, &r), 0);
+		cr_assert_eq(it_run_tierfs(&env, args, env_set, 60.0, &r), 0);
 		const char *mode = fg ? "-f" : "daemon mode";
-		cr_expect(!r.timed_out, "%s: still running after 20 s", mode);
+		cr_expect(!r.timed_out, "%s: still running after 60 s", mode);
 		cr_expect(r.status != 0, "%s: exit status 0 for a failing mount", mode);
-		cr_expect_lt(r.secs, 10.0, "%s: took %.1f s to fail", mode, r.secs);
+		/* about 1 s here; the bound is on a hang (an ASan daemon and its
+		 * parent both exit with leak checks) */
+		cr_expect_lt(r.secs, 30.0, "%s: took %.1f s to fail", mode, r.secs);
 		cr_expect_not_null(strstr(r.out, want), "%s: stderr lacks \"%s\": %s", mode, want,
 				   r.out);
 		if (!fg)
