@@ -10,7 +10,9 @@
  *    which only try-locks it).  Order: evict_lock, then a stripe; never a
  *    stripe then evict_lock, except by trylock.
  *  - wait_lock + wait_cond: FILLING -> READY/FREE transitions, so a waiter
- *    cannot miss its wake-up (misses only).
+ *    cannot miss its wake-up (misses only); a fill ahead withdrawn while
+ *    its filler holds the only reference has no waiter, and goes FREE
+ *    under its stripe lock alone (ram_tier_fill_withdraw).
  *
  * Single-flight without a callback: the first miss on a chunk hashes a
  * FILLING slot and returns it to its caller (TFS_MISS), who fills the
@@ -144,9 +146,12 @@ struct ram_tier {
 	atomic_uint_fast64_t mem;         /* bytes of the buffers slots hold */
 	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
 	atomic_uint_fast64_t ahead_pos;   /* their bytes, ever */
+	atomic_uint_fast64_t ahead_withdrawn;   /* of them, given up before the fetch */
 	atomic_uint_fast64_t ahead_limit; /* of the latest read-ahead bytes, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	struct pin_set *pins;           /* the operator's pins (borrowed); NULL = none */
+	void (*room_made)(void *arg);   /* a handed-down copy made room (NULL = nobody asks) */
+	void *room_arg;
 	pthread_mutex_t done_lock;
 	struct chunk_ref *done_top;     /* read through this epoch, newest first */
 	atomic_uint_fast64_t epoch;     /* >= 1 */
@@ -436,6 +441,14 @@ void ram_tier_handed_down(struct chunk_ref *r)
 	/* neither used nor wasted here: its reader is the lower tier's */
 	atomic_store(&r->ahead, false);
 	ram_tier_read_done(r);
+	if (r->tier->room_made)
+		r->tier->room_made(r->tier->room_arg);
+}
+
+void ram_tier_set_room_made(struct ram_tier *t, void (*fn)(void *arg), void *arg)
+{
+	t->room_made = fn;
+	t->room_arg = arg;
 }
 
 void ram_tier_new_epoch(struct ram_tier *t)
@@ -889,6 +902,31 @@ int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t l
 	return rc;
 }
 
+bool ram_tier_fill_withdraw(struct ram_tier *t, struct chunk_ref *r)
+{
+	pthread_mutex_t *sl = stripe_of(t, r->hash);
+
+	assert(atomic_load(&r->state) == SLOT_FILLING);
+	assert(!r->overflow);   /* a read-ahead never overflows */
+	pthread_mutex_lock(sl);
+	/* references are taken under this lock only: with ours the only
+	 * one, nobody waits, and nobody can begin to before it is unhashed */
+	if ((atomic_load(&r->refs) & ~REF_ORPHAN) != 1) {
+		pthread_mutex_unlock(sl);
+		return false;
+	}
+	hash_remove(t, r);
+	/* neither used nor wasted: not fetched (its bytes stay counted in
+	 * ahead_pos: older fetches ahead lose their protection a chunk early) */
+	atomic_store(&r->ahead, false);
+	atomic_store(&r->state, SLOT_FREE);
+	atomic_store(&r->refs, 0);
+	pthread_mutex_unlock(sl);
+	atomic_fetch_add(&t->ahead_withdrawn, 1);
+	free_push(t, r);
+	return true;
+}
+
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)
 {
 	atomic_store(&t->ahead_limit, bytes);
@@ -1066,6 +1104,9 @@ void chunk_ref_put(struct chunk_ref *r)
 
 void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 {
+	/* withdrawn first: it never passes seq, so issued never goes back */
+	uint64_t withdrawn = atomic_load(&t->ahead_withdrawn);
+
 	memset(out, 0, sizeof(*out));
 	out->hits = atomic_load(&t->hits);
 	out->misses = atomic_load(&t->misses);
@@ -1079,7 +1120,7 @@ void ram_tier_stats(struct ram_tier *t, struct tier_stats *out)
 	out->entries = atomic_load(&t->entries);
 	out->bytes_used = atomic_load(&t->bytes_used);
 	out->capacity = t->capacity;
-	out->ahead_issued = atomic_load(&t->ahead_seq);
+	out->ahead_issued = atomic_load(&t->ahead_seq) - withdrawn;
 	out->ahead_used = atomic_load(&t->ahead_used);
 	out->ahead_wasted = atomic_load(&t->ahead_wasted);
 	out->ahead_late = atomic_load(&t->ahead_late);

@@ -86,6 +86,12 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
  * the caller's reference is put.  Returns rc. */
 int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t len);
 
+/* Give up the fill of r (a TFS_MISS of a read-ahead lookup, not yet
+ * filled) when no reader waits for it: true when r is unhashed and freed
+ * and the caller's reference gone; false when a reader waits, and the
+ * caller fills it as usual (a waiter never gets an error for it). */
+bool ram_tier_fill_withdraw(struct ram_tier *t, struct chunk_ref *r);
+
 /* Protect at most `bytes` of the latest read-ahead (counted by buffer
  * size) from eviction (0, the default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
@@ -111,6 +117,10 @@ void ram_tier_new_epoch(struct ram_tier *t);
  * SSD tier): no longer awaited here, and evicted first, as one read
  * through.  The caller holds r. */
 void ram_tier_handed_down(struct chunk_ref *r);
+/* fn(arg) is called after each ram_tier_handed_down(), from its caller's
+ * thread with none of the tier's locks held: room for a fetch ahead that
+ * found none (NULL: nobody asks).  Set before use. */
+void ram_tier_set_room_made(struct ram_tier *t, void (*fn)(void *arg), void *arg);
 
 /* The length of chunk id if it is present and filled, else 0.  Takes one
  * stripe lock; counts nothing (residency queries are not accesses). */

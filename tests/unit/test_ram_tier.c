@@ -982,3 +982,75 @@ Test(ram_tier, fetch_ahead_handed_down_makes_room_for_the_next)
 	cr_expect_eq(atomic_load(&c.fills), 12, "each chunk fetched once");
 	ram_tier_free(t);
 }
+
+struct getter {
+	struct ram_tier *t;
+	struct chunk_id id;
+	struct counter *c;
+	int rc;
+	size_t len;
+};
+
+static void *get_thread(void *arg)
+{
+	struct getter *g = arg;
+	struct chunk_ref *r;
+
+	g->rc = tier_get(g->t, &g->id, 0, fill, g->c, &r);
+	if (g->rc == TFS_OK) {
+		g->len = chunk_ref_len(r);
+		chunk_ref_put(r);
+	}
+	return NULL;
+}
+
+/* A fetch ahead that is no longer wanted gives its slot back before any
+ * byte is fetched: the chunk is absent after, and the slot free (a tier
+ * of one slot takes another chunk at once). */
+Test(ram_tier, a_fill_ahead_nobody_waits_for_is_withdrawn)
+{
+	struct ram_tier *t = ram_tier_new(CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	struct chunk_id id = { "w", "e", 5 }, other = { "w", "e", 6 };
+	struct chunk_ref *r;
+	struct tier_stats st;
+
+	cr_assert_eq(ram_tier_lookup(t, &id, 0, RAM_AHEAD_EPOCH, &r), TFS_MISS);
+	cr_assert(ram_tier_fill_withdraw(t, r));
+	cr_assert_eq(ram_tier_contains(t, &id), 0);
+	ram_tier_stats(t, &st);
+	cr_assert_eq(st.ahead_issued, 0, "a withdrawn fill was counted as issued");
+	cr_assert_eq(tier_get(t, &other, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 1);
+	ram_tier_free(t);
+}
+
+/* A reader already waiting on the slot keeps it: the withdrawal is
+ * refused, the fill goes on, and the reader gets the bytes, not an error. */
+Test(ram_tier, a_fill_ahead_a_reader_waits_for_is_not_withdrawn)
+{
+	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_TINYLFU);
+	struct counter c = { 0 };
+	struct getter g = { t, { "w", "e", 7 }, &c, -100, 0 };
+	struct chunk_ref *r;
+	struct tier_stats st;
+	pthread_t th;
+	size_t len = 0;
+
+	cr_assert_eq(ram_tier_lookup(t, &g.id, 0, RAM_AHEAD_EPOCH, &r), TFS_MISS);
+	cr_assert_eq(pthread_create(&th, NULL, get_thread, &g), 0);
+	do {   /* until the reader waits on the slot (bounded by the test's timeout) */
+		usleep(1000);
+		ram_tier_stats(t, &st);
+	} while (st.waits == 0);
+	cr_assert_not(ram_tier_fill_withdraw(t, r));
+	cr_assert_eq(fill(&c, &g.id, chunk_ref_buf(r), chunk_ref_cap(r), &len), TFS_OK);
+	cr_assert_eq(ram_tier_fill_done(t, r, TFS_OK, len), TFS_OK);
+	chunk_ref_put(r);
+	pthread_join(th, NULL);
+	cr_assert_eq(g.rc, TFS_OK);
+	cr_assert_eq(g.len, len);
+	cr_assert_eq(c.fills, 1, "the reader fetched it a second time");
+	ram_tier_free(t);
+}
