@@ -99,6 +99,8 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(RA_REFUSED, "readahead", "refused", TFS_CK_COUNT, TFS_CU_COUNT, \
 	  "readahead_refused_total", NULL, "Read-ahead requests refused for lack of memory.", \
 	  NULL, fst.ra_refused) \
+	X(RA_HELD, "readahead", "held", TFS_CK_STATE, TFS_CU_COUNT, "readahead_held", NULL, \
+	  "Read-ahead chunks queued or in flight now.", NULL, fst.ra_held) \
 	X(RA_FILES, "readahead", "files", TFS_CK_COUNT, TFS_CU_COUNT, "readahead_files_total", \
 	  NULL, "Files read ahead across a directory.", NULL, fst.ra_files) \
 	X(SCAN_FILES, "readahead", "scan_files", TFS_CK_COUNT, TFS_CU_COUNT, \
@@ -108,6 +110,10 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	X(SCAN_BYTES, "readahead", "scan_bytes", TFS_CK_COUNT, TFS_CU_BYTES, \
 	  "readahead_scan_bytes_total", NULL, \
 	  "Bytes fetched for a job consuming a directory in any order.", NULL, fst.scan_bytes) \
+	X(SCAN_BUSY, "readahead", "scan_busy", TFS_CK_STATE, TFS_CU_COUNT, \
+	  "readahead_scan_busy", NULL, \
+	  "Scan and plan fetchers at work: a file in hand, or woken and not yet looking.", \
+	  NULL, fst.scan_busy) \
 	X(PLAN_FILES, "readahead", "plan_files", TFS_CK_COUNT, TFS_CU_COUNT, \
 	  "readahead_plan_files_total", NULL, "Files fetched ahead of a loader's plan.", \
 	  "plan files fetched", fst.plan_files) \

@@ -106,6 +106,7 @@ struct fs_stats {
 	uint64_t ra_held;              /* read-ahead chunks queued or in flight now */
 	uint64_t scan_files, scan_bytes;   /* fetched for jobs consuming a directory */
 	uint64_t plan_files, plan_bytes;   /* fetched ahead for the loader's plan */
+	uint64_t scan_busy;            /* scan and plan fetchers at work, or woken to look */
 	bool passthrough;              /* the kernel reads files wholly on SSD itself */
 	uint64_t pt_opens;             /* opens handed to the kernel */
 	uint64_t pt_declined;          /* opens served by the daemon while passthrough is on */

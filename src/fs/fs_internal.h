@@ -23,6 +23,11 @@
  *  - network I/O never happens with fs->lock held.
  * Locks, in the order they may be taken: fs->lock; scan_lock (never with
  * fs->lock held, nor fs->lock with it); the plan slot's lock (a leaf).
+ * Nobody holding scan_lock asks the chunk cache for a chunk, nor waits
+ * for the SSD writer: a fetch ahead takes scan_lock while it holds a RAM
+ * slot being filled (to ask whether the chunk is still wanted), and the
+ * SSD writer takes it to say it made room in RAM (scan_room_made), so a
+ * holder waiting for either could wait forever.
  * Open files copy the key and hold a reference to the object version
  * they opened, so reads do not touch the inode table at all.
  *
@@ -181,6 +186,11 @@ struct tfs_fs {
 	/* workers whose fetch found RAM without room for an epoch's fetch:
 	 * each chunk a reader reads through makes room, and wakes one */
 	atomic_uint scan_room_waiters;
+	/* scan and plan jobs in hand, their room waits included (under
+	 * scan_lock); scan_kick: work may be waiting for a worker's next
+	 * look (set before a wake-up, cleared at each look) */
+	unsigned scan_busy;
+	atomic_bool scan_kick;
 	unsigned n_scan_threads;
 	pthread_t scan_threads[SCAN_THREADS_MAX];
 	atomic_uint_fast64_t scan_files, scan_bytes;
@@ -286,7 +296,8 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino);
 /* File key was opened: consume it in the plan.  true when the plan,
  * still running, has it; *once: not again in this plan. */
 bool plan_open(struct tfs_fs *fs, const char *key, bool *once);
-/* A reader read a chunk through: wake a worker waiting for RAM room. */
+/* A reader read a chunk through, or the SSD writer handed a fetch
+ * ahead's copy down: wake a worker waiting for RAM room. */
 void scan_room_made(struct tfs_fs *fs);
 
 /* ---- read.c ---- */

@@ -9,6 +9,13 @@
 #include "common/tfs_err.h"
 #include "fs/fs_internal.h"
 
+/* The SSD writer made room in RAM (chunk_cache_config.room_made): a scan
+ * fetcher waiting for room looks again now, not at its next timeout. */
+static void room_made(void *fs)
+{
+	scan_room_made(fs);
+}
+
 struct tfs_fs *fs_new(const struct fs_config *cfg)
 {
 	struct tfs_fs *fs;
@@ -29,7 +36,8 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 		.ram_bytes = cfg->ram_bytes, .chunk_size = (size_t)cfg->chunk_size, .ssd = cfg->ssd,
 		.shared = cfg->shared,
 		.ram_policy = (enum evict_kind)cfg->ram_policy,
-		.ahead_bytes = cfg->read_ahead ? cfg->read_ahead_mem : 0 });
+		.ahead_bytes = cfg->read_ahead ? cfg->read_ahead_mem : 0,
+		.room_made = room_made, .room_arg = fs });
 	root = calloc(1, sizeof(*root));
 	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->cache || !root)
 		goto fail;

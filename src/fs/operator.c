@@ -224,6 +224,11 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->pt_declined = atomic_load(&fs->pt_declined);
 	out->ra_refused = fs->pool ? prefetch_pool_refused(fs->pool) : 0;
 	out->ra_held = fs->pool ? prefetch_pool_held(fs->pool) : 0;
+	/* under scan_lock alone: a worker that ends one job and takes the
+	 * next does both without letting it go, so no passing 0 is seen */
+	pthread_mutex_lock(&fs->scan_lock);
+	out->scan_busy = fs->scan_busy + atomic_load(&fs->scan_kick);
+	pthread_mutex_unlock(&fs->scan_lock);
 	pthread_mutex_lock(&fs->lock);
 	out->nodes = fs->n_nodes;
 	pthread_mutex_unlock(&fs->lock);

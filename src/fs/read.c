@@ -40,7 +40,7 @@ void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled)
 	if (!cancelled) {
 		struct chunk_obj o = { j->key, j->etag, j->cache_id, j->size };
 
-		(void)chunk_cache_prefetch(fs->cache, &o, j->index, false);
+		(void)chunk_cache_prefetch(fs->cache, &o, j->index, false, NULL, NULL);
 	}
 	free(j);
 }

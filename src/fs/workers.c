@@ -4,6 +4,7 @@
  * from the plan first, else from an active scan, and ask the chunk cache
  * for its chunks (see fs_internal.h for the locks).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,15 @@ static bool family_open(struct tfs_fs *fs, struct scan_dir *sd, uint64_t now)
 	return woke;
 }
 
+/* Work may wait for a worker's next look: counted in readahead.scan_busy
+ * until one looks (a mount without workers sets nothing: nobody would
+ * look). */
+static void kick(struct tfs_fs *fs)
+{
+	if (fs->n_scan_threads)
+		atomic_store(&fs->scan_kick, true);
+}
+
 /* File node ino was opened: mark it in its directory's scan (started, or
  * restarted for a new listing, here).  Takes fs->lock, then scan_lock.
  * true when the directory is being scanned: the file is read once this
@@ -156,9 +166,16 @@ bool scan_open(struct tfs_fs *fs, uint64_t ino)
 	if (!chunk_cache_has_ssd(fs->cache) && idx < sd->listing->n)
 		ra_scan_consumed(sd->st, idx, sd->listing->ents[idx].size);
 	now = clock_mono_us();
-	if (ra_scan_on_open(sd->st, idx, now) || family_open(fs, sd, now))
+	if (ra_scan_on_open(sd->st, idx, now) || family_open(fs, sd, now)) {
+		kick(fs);
 		pthread_cond_broadcast(&fs->scan_cond);
+	}
 	once = sd->st->active;
+	if (once && !chunk_cache_has_ssd(fs->cache)) {
+		/* the open made room in a RAM-only budget: one fetcher looks */
+		kick(fs);
+		pthread_cond_signal(&fs->scan_cond);
+	}
 	if (sd->st->epochs != epochs)
 		chunk_cache_new_epoch(fs->cache);   /* its files are all needed again */
 	pthread_mutex_unlock(&fs->scan_lock);
@@ -203,8 +220,10 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 	if (j->plan) {
 		/* an open wakes one fetcher (plan_open); when the window holds
 		 * more (a new plan, a skip), each one taken wakes the next */
-		if (more)
+		if (more) {
+			kick(fs);
 			pthread_cond_signal(&fs->scan_cond);
+		}
 		return j->key != NULL;
 	}
 
@@ -260,6 +279,27 @@ static bool scan_job_opened(const struct scan_job *j)
 	return s->epochs == j->scan_epochs && ra_scan_opened(s, j->scan_idx);
 }
 
+struct scan_wanted {
+	struct tfs_fs *fs;
+	const struct scan_job *j;
+};
+
+/* chunk_cache_wanted_fn for a scan's chunk, asked once its RAM slot is
+ * claimed: a reader that opened the file before the claim has it or
+ * fetches it itself (it may have read it whole, and RAM evicted it,
+ * between the check in scan_fetch and the claim); one that opens it
+ * after the claim waits for this fetch. */
+static bool scan_still_wanted(void *arg)
+{
+	const struct scan_wanted *w = arg;
+	bool ok;
+
+	pthread_mutex_lock(&w->fs->scan_lock);
+	ok = !w->fs->scan_stop && !scan_job_opened(w->j);
+	pthread_mutex_unlock(&w->fs->scan_lock);
+	return ok;
+}
+
 /* Fetch the file's chunks ahead into RAM (a slot that is free or read
  * through this epoch), and to_ssd, to the SSD tier's free room too (past
  * its admission: the job will read it this epoch, and the tier keeps it
@@ -274,6 +314,8 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 {
 	uint64_t cs = fs->cfg.chunk_size, size = j->meta.size, got = 0;
 	struct chunk_obj o = { j->key, j->meta.etag, j->cache_id, size };
+	struct scan_wanted w = { fs, j };
+	chunk_cache_wanted_fn *wanted = j->scan_listing ? scan_still_wanted : NULL;
 	bool again = false;
 
 	for (uint64_t i = 0; i * cs < size; i++) {
@@ -288,9 +330,9 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 		if (rc || late)
 			return got;
 		if (to_ssd) {
-			rc = chunk_cache_prefetch_ssd(fs->cache, &o, i, &fetched);
+			rc = chunk_cache_prefetch_ssd(fs->cache, &o, i, &fetched, wanted, &w);
 		} else {
-			rc = chunk_cache_prefetch(fs->cache, &o, i, true);
+			rc = chunk_cache_prefetch(fs->cache, &o, i, true, wanted, &w);
 			fetched = rc == TFS_OK;
 		}
 		again |= rc == TFS_AGAIN;
@@ -395,11 +437,13 @@ void *scan_worker(void *arg)
 	while (!fs->scan_stop) {
 		bool refused = false, got_any = false;
 
+		atomic_store(&fs->scan_kick, false);   /* looking now */
 		if (!scan_next_job(fs, &j)) {
 			/* nothing now: an open or, for an idle scan, time will tell */
 			scan_wait(fs);
 			continue;
 		}
+		fs->scan_busy++;
 		pthread_mutex_unlock(&fs->scan_lock);
 		if (j.plan) {
 			plan_fetch(fs, &j);
@@ -420,9 +464,12 @@ void *scan_worker(void *arg)
 		if (refused)
 			scan_untake(&j);
 		listing_put(j.scan_listing);
+		assert(fs->scan_busy > 0);
+		fs->scan_busy--;   /* a wait for room is not work: whoever makes room kicks */
 		if (refused) {
 			/* no room in RAM yet: handed back, taken again once a
-			 * reader reads a chunk through (fs_read) */
+			 * reader reads a chunk through (fs_read) or the SSD
+			 * writer hands a copy down (room_made) */
 			atomic_fetch_add(&fs->scan_room_waiters, 1);
 			scan_wait(fs);
 			atomic_fetch_sub(&fs->scan_room_waiters, 1);
@@ -436,6 +483,7 @@ void scan_stop_all(struct tfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->scan_lock);
 	fs->scan_stop = true;
+	atomic_store(&fs->scan_kick, false);
 	pthread_cond_broadcast(&fs->scan_cond);
 	pthread_mutex_unlock(&fs->scan_lock);
 	for (unsigned i = 0; i < fs->n_scan_threads; i++)
@@ -470,6 +518,7 @@ bool plan_open(struct tfs_fs *fs, const char *key, bool *once)
 		 * Under scan_lock, so a worker between its look at the plan and
 		 * its wait cannot miss it. */
 		pthread_mutex_lock(&fs->scan_lock);
+		kick(fs);
 		pthread_cond_signal(&fs->scan_cond);
 		pthread_mutex_unlock(&fs->scan_lock);
 	}
@@ -480,6 +529,7 @@ void scan_room_made(struct tfs_fs *fs)
 {
 	if (atomic_load_explicit(&fs->scan_room_waiters, memory_order_relaxed)) {
 		pthread_mutex_lock(&fs->scan_lock);
+		kick(fs);
 		pthread_cond_signal(&fs->scan_cond);
 		pthread_mutex_unlock(&fs->scan_lock);
 	}
@@ -510,6 +560,7 @@ int fs_plan_set(struct tfs_fs *fs, struct ra_plan *p)
 	old = plan_slot_swap(&fs->plans, p);
 	chunk_cache_new_epoch(fs->cache);   /* what the old plan had read is needed again */
 	pthread_mutex_lock(&fs->scan_lock);
+	kick(fs);
 	pthread_cond_broadcast(&fs->scan_cond);
 	pthread_mutex_unlock(&fs->scan_lock);
 	ra_plan_free(old);

@@ -62,6 +62,7 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 		free(cc);
 		return NULL;
 	}
+	ram_tier_set_room_made(cc->ram, cfg->room_made, cfg->room_arg);
 	cc->chunk_size = cfg->chunk_size;
 	cc->store = cfg->store;
 	cc->parallel_gets = cfg->parallel_gets ? cfg->parallel_gets : 1;
@@ -241,9 +242,12 @@ struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct acces
 /* The chain for one chunk of o, as mode asks (enum ram_mode): a RAM hit,
  * or a miss filled from SSD or the store, published, and when the store
  * supplied it (*fetched) queued for SSD (as wb says: for room in the
- * queue).  The caller gets a reference on TFS_OK. */
+ * queue).  wanted (a fetch ahead's, or NULL): asked once the miss holds
+ * its slot; no, and nobody waits on the slot: TFS_E_INTR, nothing
+ * fetched.  The caller gets a reference on TFS_OK. */
 static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     enum ram_mode mode, enum wb_mode wb, struct chunk_ref **out, bool *fetched)
+		     enum ram_mode mode, enum wb_mode wb, chunk_cache_wanted_fn *wanted, void *arg,
+		     struct chunk_ref **out, bool *fetched)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
@@ -261,6 +265,8 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		chunk_ref_put(ref);
 		return TFS_E_STALE;
 	}
+	if (rc == TFS_MISS && wanted && !wanted(arg) && ram_tier_fill_withdraw(cc->ram, ref))
+		return TFS_E_INTR;   /* its reader came meanwhile: no fetch after its read */
 	if (rc == TFS_MISS) {
 		rc = chain_fill(cc, o, &id, want, mode == RAM_READ, ref, &len, &from_store, &t);
 		rc = ram_tier_fill_done(cc->ram, ref, rc, len);
@@ -281,7 +287,7 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 	bool fetched;
 
 	trace_access(cc, &id, want, want);
-	return chain_get(cc, o, index, RAM_READ, WB_READER, out, &fetched);
+	return chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, out, &fetched);
 }
 
 int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
@@ -324,7 +330,7 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		}
 		free(buf);   /* not there, or a bad copy (dropped): the chain fetches it */
 	}
-	rc = chain_get(cc, o, index, RAM_READ, WB_READER, &r, &fetched);
+	rc = chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, &r, &fetched);
 	if (rc != TFS_OK)
 		return rc;
 	*ref = r;
@@ -333,11 +339,12 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 }
 
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			 bool epoch)
+			 bool epoch, chunk_cache_wanted_fn *wanted, void *arg)
 {
 	struct chunk_ref *ref;
 	bool fetched;
-	int rc = chain_get(cc, o, index, epoch ? RAM_AHEAD_EPOCH : RAM_AHEAD, WB_WAIT, &ref, &fetched);
+	int rc = chain_get(cc, o, index, epoch ? RAM_AHEAD_EPOCH : RAM_AHEAD, WB_WAIT, wanted, arg,
+			   &ref, &fetched);
 
 	if (rc == TFS_OK)
 		chunk_ref_put(ref);
@@ -352,7 +359,7 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint
  * larger than the cache was evicted by readers' misses before its reader
  * came (a 16 MiB RAM tier, 4 MiB files: 1.44 x N in the first epoch). */
 int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			     bool *fetched)
+			     bool *fetched, chunk_cache_wanted_fn *wanted, void *arg)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index);
@@ -366,7 +373,7 @@ int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, 
 		return TFS_OK;
 	if (!ssd_tier_ahead_room(cc->ssd, want))
 		return TFS_AGAIN;
-	rc = chain_get(cc, o, index, RAM_AHEAD_EPOCH, WB_AHEAD, &ref, fetched);
+	rc = chain_get(cc, o, index, RAM_AHEAD_EPOCH, WB_AHEAD, wanted, arg, &ref, fetched);
 	if (rc == TFS_OK)
 		chunk_ref_put(ref);
 	return rc;
@@ -429,7 +436,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 
 	*fetched = false;
 	if (tier == PIN_RAM) {
-		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, &ref, fetched);
+		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, NULL, NULL, &ref, fetched);
 		if (rc == TFS_OK)
 			chunk_ref_put(ref);
 		return rc;
@@ -443,7 +450,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	 * rather than a second GET for the same bytes */
 	if (ram_tier_present(cc->ram, &id)) {
 		/* *fetched: evicted meanwhile, fetched after all */
-		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, &ref, fetched);
+		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, NULL, NULL, &ref, fetched);
 		if (rc != TFS_OK)
 			return rc;
 		if (chunk_ref_len(ref) > 0) {

@@ -45,6 +45,11 @@ struct chunk_cache_config {
 	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
 	struct shared_tier *shared; /* borrowed, outlives the cache; NULL = none */
 	uint64_t ahead_bytes;      /* read-ahead protected from eviction (0 = none) */
+	/* called when the SSD writer, done with a fetch ahead's RAM copy,
+	 * makes room in RAM for the next (from its thread, no lock of the
+	 * cache held; NULL = none): ram_tier_set_room_made() */
+	void (*room_made)(void *arg);
+	void *room_arg;
 };
 
 struct chunk_cache_stats {
@@ -105,15 +110,23 @@ int chunk_cache_backing_open(struct chunk_cache *cc, const struct chunk_obj *o, 
 void chunk_cache_backing_reopened(struct chunk_cache *cc, const struct chunk_obj *o);
 void chunk_cache_backing_release(struct chunk_cache *cc, const struct chunk_obj *o);
 
+/* Whether a fetch ahead is still wanted, asked once its RAM slot is
+ * claimed and before any byte is fetched (a reader that comes after the
+ * claim waits for this fetch instead of making its own).  Called with no
+ * lock of the cache held; it may take the caller's locks, but must not
+ * wait for a chunk. */
+typedef bool chunk_cache_wanted_fn(void *arg);
+
 /* Bring chunk index of o into the RAM tier ahead of its reader (from SSD,
  * or the store, then queued for SSD like a reader's chunk, waiting for
  * room in the SSD tier's queue where a reader's would be dropped).
  * TFS_OK when fetched; TFS_AGAIN when present or in flight already, or
  * when RAM has no slot to spare; errors are the store's.  Blocks for the
  * fill: call it from a read-ahead worker, never a reader.  epoch: for a
- * job that reads each file once an epoch (RAM_AHEAD_EPOCH). */
+ * job that reads each file once an epoch (RAM_AHEAD_EPOCH).  wanted (may
+ * be NULL): TFS_E_INTR, nothing fetched, when it says no. */
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			 bool epoch);
+			 bool epoch, chunk_cache_wanted_fn *wanted, void *arg);
 
 /* A scan's fetch ahead of its reader: chunk_cache_prefetch() for a job
  * that reads each file once an epoch, whose chunk also goes to the SSD
@@ -122,9 +135,10 @@ int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint
  * free room nothing is fetched: the set the tier keeps for the next epoch
  * is never evicted for a fetch ahead.  TFS_OK, *fetched false: the SSD
  * tier holds it; TFS_AGAIN: in RAM already, no free room on SSD, or no
- * RAM slot to spare (then nothing was fetched); TFS_E_INVAL: no SSD tier. */
+ * RAM slot to spare (then nothing was fetched); TFS_E_INVAL: no SSD tier;
+ * TFS_E_INTR: wanted said no (nothing fetched). */
 int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			     bool *fetched);
+			     bool *fetched, chunk_cache_wanted_fn *wanted, void *arg);
 
 /* Bring chunk index of o into tier (an operator's warm-up).  PIN_RAM: as a reader's miss would (RAM, then SSD
  * write-behind).  PIN_SSD: straight to the SSD tier, past its admission

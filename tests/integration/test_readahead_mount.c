@@ -525,24 +525,27 @@ Test(readahead, a_long_plan_arrives_whole)
 	it_unmount_ok(&env, &mnt);
 }
 
-/* Wait until the store is quiet: the proxy has counted no new object GET
- * over 200 ms (at most 20 s).  A GET is counted when it arrives and takes
- * 20 ms here, so the fetches ahead it stands for have landed too.  A
- * reader that waits so leaves the fetches ahead all the time they need,
- * however slow the build: what they fetch then depends on the scan's
- * logic alone, not on who is faster. */
+/* Wait (<= 60 s) until nothing is fetched ahead: no scan or plan fetcher
+ * at work or about to look (readahead.scan_busy), no chunk read ahead in
+ * flight (readahead.held), the SSD writer idle (ssd.queued; absent
+ * without an SSD tier).  A reader that waits so leaves the fetches ahead
+ * all the time they need, however slow the build: what they fetch then
+ * depends on the scan's logic alone, not on who is faster. */
 static void settle(void)
 {
-	long long gets = -1;
-	int still = 0;
+	double deadline = it_now() + 60.0;
 
-	for (int i = 0; i < 400 && still < 4; i++) {
-		long long g = it_proxy_stat(&proxy, "object_GET");
+	while (it_now() < deadline) {
+		char s[4096];
 
-		still = g == gets ? still + 1 : 0;
-		gets = g;
+		cr_assert_eq(it_daemon_stats(&mnt, s, sizeof(s)), 0);
+		cr_assert_geq(it_stats_get(s, "readahead.scan_busy"), 0, "no scan_busy: %s", s);
+		if (it_stats_get(s, "readahead.scan_busy") == 0 &&
+		    it_stats_get(s, "readahead.held") == 0 && it_stats_get(s, "ssd.queued") <= 0)
+			return;
 		usleep(50 * 1000);
 	}
+	cr_assert_fail("the fetches ahead never settled");
 }
 
 /* A dataset twice the cache, read in a new shuffled order each epoch with
@@ -568,8 +571,7 @@ Test(readahead, with_a_plan_a_cache_smaller_than_the_dataset_keeps_its_set)
 			order[i] = (i * mult[e] + 7 * e) % N_IMGS;
 		it_proxy_reset_stats(&proxy);
 		loader_epoch(order, true);
-		settle();                   /* fetches ahead in flight land */
-		it_ssd_settle(&mnt, 60.0);  /* and the SSD writer stores them */
+		settle();    /* fetches ahead in flight land, the SSD writer stores them */
 		long long gets = it_proxy_stat(&proxy, "object_GET");
 		long long evicted = json_stat("counters.ssd.evictions") - ev;
 
@@ -617,9 +619,7 @@ static void ram_keeps_a_stable_part(bool plan, bool ssd)
 	for (int e = 0; e < 3; e++) {
 		it_proxy_reset_stats(&proxy);
 		loader_epoch(order, plan);
-		settle();    /* fetches ahead in flight land */
-		if (ssd)
-			it_ssd_settle(&mnt, 60.0);
+		settle();    /* fetches ahead in flight land, the SSD writer stores them */
 		long long gets = it_proxy_stat(&proxy, "object_GET");
 		long long hits = json_stat("counters.ram.hits") - hits0;
 

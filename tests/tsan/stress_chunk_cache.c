@@ -95,6 +95,12 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* chunk_cache_wanted_fn: yes or no at random (arg: the caller's state). */
+static bool coin(void *arg)
+{
+	return next(arg) % 2;
+}
+
 /* Prefetch, warm, evict, pin, count: everything an operator or the
  * read-ahead does beside the readers. */
 static void *meddler(void *arg)
@@ -112,8 +118,10 @@ static void *meddler(void *arg)
 
 		switch (next(&s) % 8) {
 		case 0:
-		case 1:
-			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2);
+			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, NULL, NULL);
+			break;
+		case 1:   /* a fetch ahead that may be withdrawn once it holds its slot */
+			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, coin, &s);
 			break;
 		case 2:
 			(void)chunk_cache_warm(cc, &objs[o], idx, next(&s) % 2 ? PIN_SSD : PIN_RAM,

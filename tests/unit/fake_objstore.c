@@ -20,7 +20,7 @@ unsigned char fake_byte(unsigned seed, size_t i)
 
 static struct fake_obj *find(struct fake_objstore *f, const char *key)
 {
-	struct fake_obj k = { (char *)key, NULL, 0, "" };
+	struct fake_obj k = { .key = (char *)key };
 
 	if (f->n == 0)
 		return NULL;
@@ -37,6 +37,7 @@ void fake_objstore_put(struct fake_objstore *f, const char *key, const void *dat
 		o = &f->objs[f->n++];
 		o->key = strdup(key);
 		o->data = NULL;
+		atomic_init(&o->gets, 0);
 	}
 	free(o->data);
 	o->data = malloc(len ? len : 1);
@@ -45,6 +46,24 @@ void fake_objstore_put(struct fake_objstore *f, const char *key, const void *dat
 	o->len = len;
 	snprintf(o->etag, sizeof(o->etag), "\"etag-%u\"", ++version);
 	qsort(f->objs, f->n, sizeof(*f->objs), fake_cmp);
+}
+
+void fake_objstore_put_pattern(struct fake_objstore *f, const char *key, size_t len,
+			       unsigned seed)
+{
+	unsigned char *b = malloc(len ? len : 1);
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = fake_byte(seed, i);
+	fake_objstore_put(f, key, b, len);
+	free(b);
+}
+
+unsigned fake_objstore_gets(struct fake_objstore *f, const char *key)
+{
+	struct fake_obj *o = find(f, key);
+
+	return o ? atomic_load(&o->gets) : 0;
 }
 
 static int fake_head(struct objstore *os, const char *key, struct obj_meta *out,
@@ -78,6 +97,7 @@ static int fake_get(struct objstore *os, const char *key, const char *if_match, 
 	o = find(f, key);
 	if (!o)
 		return TFS_E_NOENT;
+	atomic_fetch_add(&o->gets, 1);
 	if (if_match && strcmp(if_match, o->etag) != 0)
 		return TFS_E_STALE;
 	/* as S3: 416 for a range starting at or past the end, except that an

@@ -21,11 +21,7 @@ static struct tfs_fs *fs;
 
 static void put_pattern(const char *key, size_t len, unsigned seed)
 {
-	unsigned char *b = malloc(len ? len : 1);
-	for (size_t i = 0; i < len; i++)
-		b[i] = fake_byte(seed, i);
-	fake_objstore_put(store, key, b, len);
-	free(b);
+	fake_objstore_put_pattern(store, key, len, seed);
 }
 
 static void setup(void)
