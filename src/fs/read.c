@@ -46,7 +46,9 @@ void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled)
 }
 
 /* Queue chunks [first, first + n) of one object version for read-ahead.
- * Returns how many were queued: fewer when the pool is full. */
+ * Returns how many were queued: fewer when the pool is full, or when the
+ * read-ahead not read yet fills the bound the cache protects (more would
+ * evict it before its reader came: fetched twice). */
 static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
 			 const char *cache_id, uint64_t size, uint64_t first, uint64_t n)
 {
@@ -57,6 +59,10 @@ static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
 
 		if (!j)
 			return i;
+		if (!chunk_cache_ahead_room(fs->cache, chunk_cache_chunk_len(fs->cache, size, first + i))) {
+			free(j);
+			return i;
+		}
 		j->index = first + i;
 		j->size = size;
 		snprintf(j->etag, sizeof(j->etag), "%s", etag);

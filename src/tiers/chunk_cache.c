@@ -33,6 +33,7 @@ struct chunk_cache {
 	struct objstore *store;
 	unsigned parallel_gets;
 	size_t chunk_size;
+	uint64_t ahead_bytes;         /* read-ahead protected from eviction */
 	struct pin_set *pins;
 	/* the access trace being recorded, if any: a reader counts itself in
 	 * trace_users around its use, so a stop can wait readers out */
@@ -67,6 +68,7 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 	cc->store = cfg->store;
 	cc->parallel_gets = cfg->parallel_gets ? cfg->parallel_gets : 1;
 	ram_tier_set_ahead_limit(cc->ram, cfg->ahead_bytes);
+	cc->ahead_bytes = cfg->ahead_bytes;
 	ram_tier_set_pins(cc->ram, cc->pins);
 	cc->ssd = cfg->ssd;
 	cc->shared = cfg->shared;
@@ -491,6 +493,11 @@ void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref)
 {
 	(void)cc;
 	ram_tier_read_done(ref);
+}
+
+bool chunk_cache_ahead_room(struct chunk_cache *cc, size_t len)
+{
+	return ram_tier_ahead_unread(cc->ram) + len <= cc->ahead_bytes;
 }
 
 void chunk_cache_new_epoch(struct chunk_cache *cc)

@@ -156,6 +156,13 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 void chunk_cache_read_done(struct chunk_cache *cc, struct chunk_ref *ref);
 void chunk_cache_new_epoch(struct chunk_cache *cc);
 
+/* Room for one more chunk of read-ahead within files: the read-ahead in
+ * flight or fetched and not read yet, with len more bytes, stays within
+ * the bound the cache protects from eviction (chunk_cache_config
+ * .ahead_bytes).  Past it, new read-ahead would evict the older while
+ * their reader has yet to come: not issued. */
+bool chunk_cache_ahead_room(struct chunk_cache *cc, size_t len);
+
 /* Bytes of o present in RAM and on SSD.  Not an access; no I/O. */
 void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t *ram,
 			   uint64_t *ssd);

@@ -95,6 +95,7 @@ struct chunk_ref {
 	atomic_uint refs;         /* count | REF_ORPHAN */
 	atomic_bool used;         /* a hit since the last replay of accesses */
 	atomic_bool ahead;        /* read ahead, not yet read (set, cleared under the stripe lock) */
+	atomic_bool ahead_counted;   /* ahead, and its cap in the tier's ahead_unread (RAM_AHEAD) */
 	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
 	uint64_t ahead_seq;       /* the tier's ahead_pos when it was issued, its size included */
 	bool overflow;
@@ -147,6 +148,7 @@ struct ram_tier {
 	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
 	atomic_uint_fast64_t ahead_pos;   /* their bytes, ever */
 	atomic_uint_fast64_t ahead_withdrawn;   /* of them, given up before the fetch */
+	atomic_uint_fast64_t ahead_unread;      /* buffer bytes of RAM_AHEAD fills not read yet */
 	atomic_uint_fast64_t ahead_limit; /* of the latest read-ahead bytes, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	struct pin_set *pins;           /* the operator's pins (borrowed); NULL = none */
@@ -328,6 +330,17 @@ static void free_push(struct ram_tier *t, struct chunk_ref *s)
 
 static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s);
 
+/* s is no longer read-ahead awaited (read, evicted, handed down, failed,
+ * withdrawn): true when it was.  Its bytes leave ahead_unread. */
+static bool ahead_clear(struct ram_tier *t, struct chunk_ref *s)
+{
+	if (!atomic_exchange(&s->ahead, false))
+		return false;
+	if (atomic_exchange(&s->ahead_counted, false))
+		atomic_fetch_sub(&t->ahead_unread, s->cap);
+	return true;
+}
+
 /* Unhash slot s if it is READY, unreferenced, not pinned, not protected
  * read-ahead unless take_protected, and read through in epoch done_gen
  * unless that is 0 (stripe lock taken here, so the tests and the
@@ -345,10 +358,8 @@ static bool slot_try_evict_gen(struct ram_tier *t, struct chunk_ref *s, bool tak
 	    (done_gen == 0 || atomic_load(&s->done_gen) == done_gen)) {
 		hash_remove(t, s);
 		atomic_store(&s->done_gen, 0);   /* the mark was its chunk's */
-		if (atomic_load(&s->ahead)) {
-			atomic_store(&s->ahead, false);
+		if (ahead_clear(t, s))
 			atomic_fetch_add(&t->ahead_wasted, 1);
-		}
 		atomic_store(&s->state, SLOT_FREE);
 		atomic_fetch_sub(&t->entries, 1);
 		atomic_fetch_sub(&t->bytes_used, s->len);
@@ -439,7 +450,7 @@ void ram_tier_handed_down(struct chunk_ref *r)
 	if (r->overflow)
 		return;
 	/* neither used nor wasted here: its reader is the lower tier's */
-	atomic_store(&r->ahead, false);
+	ahead_clear(r->tier, r);
 	ram_tier_read_done(r);
 	if (r->tier->room_made)
 		r->tier->room_made(r->tier->room_arg);
@@ -490,11 +501,20 @@ static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s)
 	       atomic_load(&t->ahead_pos) - s->ahead_seq < atomic_load(&t->ahead_limit);
 }
 
+/* Who asks for a victim: the tier, and whether for a read-ahead. */
+struct victim_ctx {
+	struct ram_tier *t;
+	bool ahead;
+};
+
 /* The policy's pinned test: a slot being filled or replied from, or read
- * ahead and still awaited. */
+ * ahead and still awaited; for a read-ahead, any read-ahead not read yet
+ * (protected or not: read-ahead never displaces read-ahead that may still
+ * be read; a reader's miss takes the unprotected). */
 static bool slot_pinned(void *ctx, uint64_t h)
 {
-	struct ram_tier *t = ctx;
+	const struct victim_ctx *vc = ctx;
+	struct ram_tier *t = vc->t;
 	pthread_mutex_t *sl = stripe_of(t, h);
 	bool pinned = false;
 
@@ -502,7 +522,7 @@ static bool slot_pinned(void *ctx, uint64_t h)
 	for (struct chunk_ref *s = t->buckets[h & (t->n_buckets - 1)]; s; s = s->hnext) {
 		if (s->hash == h && atomic_load(&s->state) == SLOT_READY) {
 			pinned = atomic_load(&s->refs) != 0 || atomic_load(&s->pinned) ||
-				 slot_protected(t, s);
+				 slot_protected(t, s) || (vc->ahead && atomic_load(&s->ahead));
 			break;
 		}
 	}
@@ -530,13 +550,15 @@ static struct chunk_ref *slot_of_hash(struct ram_tier *t, uint64_t h)
  * be fetched again for each of its pieces), so here the policy only
  * chooses what leaves; W-TinyLFU's duel already happens inside victim().
  * evict_lock held. */
-static struct chunk_ref *policy_evict(struct ram_tier *t)
+static struct chunk_ref *policy_evict(struct ram_tier *t, bool ahead)
 {
+	struct victim_ctx vc = { t, ahead };
+
 	for (int i = 0; i < VICTIM_TRIES; i++) {
 		struct chunk_ref *s;
 		uint64_t v;
 
-		if (!evict_policy_victim(t->policy, slot_pinned, t, &v))
+		if (!evict_policy_victim(t->policy, slot_pinned, &vc, &v))
 			return NULL;
 		s = slot_of_hash(t, v);
 		if (!s) {               /* lost track (a hash collision): forget it */
@@ -553,14 +575,16 @@ static struct chunk_ref *policy_evict(struct ram_tier *t)
 }
 
 /* Any READY unreferenced unpinned slot, evicted: first one not read
- * ahead, then read-ahead no longer protected (a stopped reader's), and
- * only for a reader, protected read-ahead last: a reader must make
- * progress, but read-ahead never displaces read-ahead still awaited (the
- * contract of RAM_AHEAD).  NULL when there is none.  At most
- * three turns of the hand.  evict_lock held. */
+ * ahead; then, only for a reader, read-ahead no longer protected (a
+ * stopped reader's), and protected read-ahead last: a reader must make
+ * progress, but read-ahead never displaces read-ahead not read yet (the
+ * contract of RAM_AHEAD: with a window of more chunks than the protected
+ * bound, the older ones lost their protection while still to be read,
+ * and were evicted by the newer: fetched twice).  NULL when there is
+ * none.  At most three turns of the hand.  evict_lock held. */
 static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 {
-	for (int pass = 0; pass < (ahead ? 2 : 3); pass++) {
+	for (int pass = 0; pass < (ahead ? 1 : 3); pass++) {
 		for (size_t step = 0; step < t->n_slots; step++) {
 			struct chunk_ref *c = &t->slots[t->hand];
 
@@ -588,7 +612,7 @@ static struct chunk_ref *victim_take(struct ram_tier *t, bool ahead, bool epoch)
 	if (epoch)
 		return s;
 	if (!s)
-		s = policy_evict(t);
+		s = policy_evict(t, ahead);
 	return s ? s : sweep_evict(t, ahead);
 }
 
@@ -743,9 +767,8 @@ static int wait_fill(struct ram_tier *t, struct chunk_ref *s)
  * ahead makes it used, and late if its fill is still running. */
 static void ahead_consume(struct ram_tier *t, struct chunk_ref *s)
 {
-	if (!atomic_load(&s->ahead))
+	if (!ahead_clear(t, s))
 		return;
-	atomic_store(&s->ahead, false);
 	atomic_fetch_add(&t->ahead_used, 1);
 	if (atomic_load(&s->state) != SLOT_READY)
 		atomic_fetch_add(&t->ahead_late, 1);
@@ -845,6 +868,10 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		atomic_fetch_add(&t->ahead_seq, 1);
 		fresh->ahead_seq = atomic_fetch_add(&t->ahead_pos, size) + size;
 		atomic_store(&fresh->ahead, true);
+		if (!epoch) {
+			atomic_store(&fresh->ahead_counted, true);
+			atomic_fetch_add(&t->ahead_unread, fresh->cap);
+		}
 	}
 	fresh->hnext = t->buckets[h & (t->n_buckets - 1)];
 	t->buckets[h & (t->n_buckets - 1)] = fresh;
@@ -890,7 +917,7 @@ int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t l
 	sl = stripe_of(t, r->hash);
 	pthread_mutex_lock(sl);
 	hash_remove(t, r);
-	atomic_store(&r->ahead, false);   /* neither used nor wasted: failed */
+	ahead_clear(t, r);   /* neither used nor wasted: failed */
 	pthread_mutex_unlock(sl);
 	atomic_fetch_or(&r->refs, REF_ORPHAN);   /* while we still hold a reference */
 	pthread_mutex_lock(&t->wait_lock);
@@ -918,13 +945,18 @@ bool ram_tier_fill_withdraw(struct ram_tier *t, struct chunk_ref *r)
 	hash_remove(t, r);
 	/* neither used nor wasted: not fetched (its bytes stay counted in
 	 * ahead_pos: older fetches ahead lose their protection a chunk early) */
-	atomic_store(&r->ahead, false);
+	ahead_clear(t, r);
 	atomic_store(&r->state, SLOT_FREE);
 	atomic_store(&r->refs, 0);
 	pthread_mutex_unlock(sl);
 	atomic_fetch_add(&t->ahead_withdrawn, 1);
 	free_push(t, r);
 	return true;
+}
+
+uint64_t ram_tier_ahead_unread(struct ram_tier *t)
+{
+	return atomic_load(&t->ahead_unread);
 }
 
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes)

@@ -92,6 +92,12 @@ int ram_tier_fill_done(struct ram_tier *t, struct chunk_ref *r, int rc, size_t l
  * caller fills it as usual (a waiter never gets an error for it). */
 bool ram_tier_fill_withdraw(struct ram_tier *t, struct chunk_ref *r);
 
+/* Buffer bytes of read-ahead (RAM_AHEAD, not an epoch's) in flight or
+ * fetched and not read yet: a read-ahead that would take the tier's
+ * protected bound past this evicts its own unread chunks, and is not
+ * issued (the caller's test). */
+uint64_t ram_tier_ahead_unread(struct ram_tier *t);
+
 /* Protect at most `bytes` of the latest read-ahead (counted by buffer
  * size) from eviction (0, the default: none). */
 void ram_tier_set_ahead_limit(struct ram_tier *t, uint64_t bytes);
