@@ -94,11 +94,15 @@ static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uin
 
 /* Across files: file node ino was opened; if its directory is being read
  * in listing order, read the next files' first bytes ahead (as listed:
- * size and ETag from the listing, no HEAD), up to read_ahead_files files
- * and read_ahead bytes beyond this one.  fs->lock held. */
+ * size and ETag from the listing, no HEAD), up to read_ahead_files files,
+ * as far as the reader will be from them when it starts this one is
+ * within read_ahead and read_ahead_mem bytes: a file that far ahead of a
+ * large one would wait in RAM while the large one streams through, and
+ * be evicted unread (a 16 MiB RAM tier, a 33 MiB file followed by small
+ * ones: each of them fetched twice).  fs->lock held. */
 static void ra_dir_open(struct tfs_fs *fs, uint64_t ino, bool once)
 {
-	uint64_t cs = fs->cfg.chunk_size, max = fs->cfg.read_ahead, bytes = 0;
+	uint64_t cs = fs->cfg.chunk_size, max = fs->cfg.read_ahead, bytes;
 	struct fs_node *n = node_by_ino(fs, ino), *d;
 	const struct dir_listing *l;
 	const struct dir_entry *e;
@@ -109,6 +113,9 @@ static void ra_dir_open(struct tfs_fs *fs, uint64_t ino, bool once)
 	if (!(e = listing_find(l, n->name)) || e->is_dir)
 		return;
 	idx = (size_t)(e - l->ents);
+	if (fs->cfg.read_ahead_mem < max)
+		max = fs->cfg.read_ahead_mem;
+	bytes = e->size < max ? e->size : max;   /* the reader's way to the next file */
 	/* a job reading the files once each (a plan, or a scan the opens
 	 * revealed) has fetchers that fetch only what the cache has room
 	 * for; a few opens in listing order within its shuffle are chance,
