@@ -501,16 +501,30 @@ static bool slot_protected(struct ram_tier *t, const struct chunk_ref *s)
 	       atomic_load(&t->ahead_pos) - s->ahead_seq < atomic_load(&t->ahead_limit);
 }
 
-/* Who asks for a victim: the tier, and whether for a read-ahead. */
+/* Who asks for a victim: the tier, the chunk a slot is wanted for, and
+ * whether for a read-ahead. */
 struct victim_ctx {
 	struct ram_tier *t;
+	const struct chunk_id *id;
 	bool ahead;
 };
+
+/* s holds the chunk before id's in its object version: the one that
+ * id's sequential reader (or the kernel's read-ahead for it) may still
+ * be reading (s's stripe lock held). */
+static bool slot_before(const struct chunk_ref *s, const struct chunk_id *id)
+{
+	return id->index > 0 && s->index + 1 == id->index && s->key && s->etag &&
+	       strcmp(s->key, id->key) == 0 && strcmp(s->etag, id->etag) == 0;
+}
 
 /* The policy's pinned test: a slot being filled or replied from, or read
  * ahead and still awaited; for a read-ahead, any read-ahead not read yet
  * (protected or not: read-ahead never displaces read-ahead that may still
- * be read; a reader's miss takes the unprotected). */
+ * be read; a reader's miss takes the unprotected); and the chunk just
+ * before the one wanted, in the same object: with RAM of a few chunks,
+ * the next chunk's fill took it from its reader midway, who fetched it
+ * again (the sweep takes it only as a reader's last resort). */
 static bool slot_pinned(void *ctx, uint64_t h)
 {
 	const struct victim_ctx *vc = ctx;
@@ -522,7 +536,8 @@ static bool slot_pinned(void *ctx, uint64_t h)
 	for (struct chunk_ref *s = t->buckets[h & (t->n_buckets - 1)]; s; s = s->hnext) {
 		if (s->hash == h && atomic_load(&s->state) == SLOT_READY) {
 			pinned = atomic_load(&s->refs) != 0 || atomic_load(&s->pinned) ||
-				 slot_protected(t, s) || (vc->ahead && atomic_load(&s->ahead));
+				 slot_protected(t, s) || (vc->ahead && atomic_load(&s->ahead)) ||
+				 slot_before(s, vc->id);
 			break;
 		}
 	}
@@ -550,9 +565,9 @@ static struct chunk_ref *slot_of_hash(struct ram_tier *t, uint64_t h)
  * be fetched again for each of its pieces), so here the policy only
  * chooses what leaves; W-TinyLFU's duel already happens inside victim().
  * evict_lock held. */
-static struct chunk_ref *policy_evict(struct ram_tier *t, bool ahead)
+static struct chunk_ref *policy_evict(struct ram_tier *t, const struct chunk_id *id, bool ahead)
 {
-	struct victim_ctx vc = { t, ahead };
+	struct victim_ctx vc = { t, id, ahead };
 
 	for (int i = 0; i < VICTIM_TRIES; i++) {
 		struct chunk_ref *s;
@@ -574,6 +589,19 @@ static struct chunk_ref *policy_evict(struct ram_tier *t, bool ahead)
 	return NULL;
 }
 
+/* slot_before() for a READY slot, its stripe lock taken here. */
+static bool slot_before_locked(struct ram_tier *t, const struct chunk_ref *s,
+			       const struct chunk_id *id)
+{
+	pthread_mutex_t *sl = stripe_of(t, s->hash);
+	bool before;
+
+	pthread_mutex_lock(sl);
+	before = atomic_load(&s->state) == SLOT_READY && slot_before(s, id);
+	pthread_mutex_unlock(sl);
+	return before;
+}
+
 /* Any READY unreferenced unpinned slot, evicted: first one not read
  * ahead; then, only for a reader, read-ahead no longer protected (a
  * stopped reader's), and protected read-ahead last: a reader must make
@@ -582,7 +610,7 @@ static struct chunk_ref *policy_evict(struct ram_tier *t, bool ahead)
  * bound, the older ones lost their protection while still to be read,
  * and were evicted by the newer: fetched twice).  NULL when there is
  * none.  At most three turns of the hand.  evict_lock held. */
-static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
+static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *id, bool ahead)
 {
 	for (int pass = 0; pass < (ahead ? 1 : 3); pass++) {
 		for (size_t step = 0; step < t->n_slots; step++) {
@@ -592,6 +620,8 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 			if (atomic_load(&c->state) != SLOT_READY || atomic_load(&c->refs) != 0)
 				continue;
 			if (pass == 0 && atomic_load(&c->ahead))   /* a peek: a hint only */
+				continue;
+			if (pass < 2 && slot_before_locked(t, c, id))
 				continue;
 			if (slot_try_evict(t, c, pass == 2)) {
 				evict_policy_remove(t->policy, c->hash);
@@ -605,15 +635,16 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, bool ahead)
 /* One slot evicted (the latest read through this epoch, else the
  * policy's victim, else any evictable one; for an epoch's fetch ahead,
  * only the first), or NULL.  evict_lock held. */
-static struct chunk_ref *victim_take(struct ram_tier *t, bool ahead, bool epoch)
+static struct chunk_ref *victim_take(struct ram_tier *t, const struct chunk_id *id, bool ahead,
+				     bool epoch)
 {
 	struct chunk_ref *s = done_evict(t);
 
 	if (epoch)
 		return s;
 	if (!s)
-		s = policy_evict(t, ahead);
-	return s ? s : sweep_evict(t, ahead);
+		s = policy_evict(t, id, ahead);
+	return s ? s : sweep_evict(t, id, ahead);
 }
 
 /* Would slot s, given a buffer of size bytes, keep its own? */
@@ -633,8 +664,8 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  *
  * The bound is on buffer bytes, not slots (there is a slot per EVICT_RAM_SLOT_GRAIN
  * of capacity): an image of 100 KB takes about 100 KB, not a chunk. */
-static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, bool epoch,
-				    size_t size)
+static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id, uint64_t h,
+				    bool ahead, bool epoch, size_t size)
 {
 	struct chunk_ref *s = NULL;
 
@@ -647,12 +678,12 @@ static struct chunk_ref *slot_take(struct ram_tier *t, uint64_t h, bool ahead, b
 		t->free_top = s->fnext;
 		s->fnext = NULL;
 	} else {
-		s = victim_take(t, ahead, epoch);
+		s = victim_take(t, id, ahead, epoch);
 	}
 	if (s && !buf_fits(s, size)) {
 		slot_buf_drop(t, s);
 		while (atomic_load(&t->mem) + size > t->capacity) {
-			struct chunk_ref *v = victim_take(t, ahead, epoch);
+			struct chunk_ref *v = victim_take(t, id, ahead, epoch);
 
 			if (!v)
 				break;
@@ -836,7 +867,7 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
-		fresh = slot_take(t, h, ahead, epoch, size);
+		fresh = slot_take(t, id, h, ahead, epoch, size);
 		if (!fresh && ahead) {
 			atomic_fetch_add(&t->ahead_dropped, 1);
 			return TFS_AGAIN;

@@ -227,7 +227,8 @@ Test(ram_tier, lru_gives_reread_chunks_a_second_chance)
 	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_LRU);
 	struct counter c = { 0 };
 	struct chunk_ref *r;
-	struct chunk_id id0 = { "k", "e", 0 }, id1 = { "k", "e", 1 }, id2 = { "k", "e", 2 };
+	/* three objects: chunks of one object are not independent (below) */
+	struct chunk_id id0 = { "k0", "e", 0 }, id1 = { "k1", "e", 0 }, id2 = { "k2", "e", 0 };
 
 	cr_assert_eq(tier_get(t, &id0, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
@@ -244,6 +245,47 @@ Test(ram_tier, lru_gives_reread_chunks_a_second_chance)
 	cr_assert_eq(tier_get(t, &id1, 0, fill, &c, &r), TFS_OK);
 	chunk_ref_put(r);
 	cr_assert_eq(c.fills, 4, "chunk 1 was the victim");
+	ram_tier_free(t);
+}
+
+/* A fill does not evict the chunk just before it in the same object
+ * while another can go: its sequential reader (or the kernel's read-ahead
+ * for it) may be midway through that one.  LRU would evict it here. */
+Test(ram_tier, a_fill_keeps_the_chunk_before_it_in_its_object)
+{
+	struct ram_tier *t = ram_tier_new(2 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct chunk_id k1 = { "k", "e", 1 }, k2 = { "k", "e", 2 }, x = { "x", "e", 0 };
+
+	cr_assert_eq(tier_get(t, &k1, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(tier_get(t, &x, 0, fill, &c, &r), TFS_OK);   /* k1 is LRU now */
+	chunk_ref_put(r);
+	cr_assert_eq(tier_get(t, &k2, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 3);
+	cr_assert_eq(tier_get(t, &k1, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 3, "chunk 1 of k was evicted by the fill of chunk 2");
+	ram_tier_free(t);
+}
+
+/* With nothing else to evict, a reader's fill takes it all the same. */
+Test(ram_tier, a_fill_takes_the_chunk_before_it_when_nothing_else_can_go)
+{
+	struct ram_tier *t = ram_tier_new(1 * CS, CS, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_ref *r;
+	struct chunk_id k1 = { "k", "e", 1 }, k2 = { "k", "e", 2 };
+
+	cr_assert_eq(tier_get(t, &k1, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(tier_get(t, &k2, 0, fill, &c, &r), TFS_OK);
+	chunk_ref_put(r);
+	cr_assert_eq(c.fills, 2);
+	cr_assert_gt(ram_tier_contains(t, &k2), 0);
+	cr_assert_eq(ram_tier_contains(t, &k1), 0);
 	ram_tier_free(t);
 }
 
