@@ -74,7 +74,8 @@ static const char usage_mount_text[] =
 	"  --cache-wipe             wipe a --cache-dir made for another bucket, prefix,\n"
 	"                           endpoint, chunk size or format (default: refuse it)\n"
 	"  --kernel-readahead SIZE  the kernel's readahead window on this mount: auto = two\n"
-	"                           chunks, 0 = kernel default (128K) (auto)\n"
+	"                           chunks, at most a quarter of --ram-size, 0 = kernel\n"
+	"                           default (128K) (auto)\n"
 	"  --read-ahead SIZE        bytes a sequential reader keeps in flight ahead of it,\n"
 	"                           within a file and across a directory's files read in\n"
 	"                           listing order; 0 = off, auto = 8 chunks (auto)\n"
@@ -202,6 +203,21 @@ static void stats_thread_stop(struct stats_thread *st)
  * refuses a symlink itself.) */
 /* Read-ahead's share of the RAM tier: half by default, never more than
  * three quarters (readers need slots of their own). */
+/* --kernel-readahead auto: two chunks, so that the next chunk's GET starts
+ * before its first byte is read; but at most a quarter of the RAM tier
+ * (at least 128K, the kernel's default): the pages the kernel asks for
+ * ahead of the reader are chunks RAM must hold beside the one being read
+ * and the read-ahead, and a window as large as RAM had the next chunk's
+ * fill evict the one being read (a 16 MiB tier, 8 MiB chunks). */
+static uint64_t kernel_readahead_auto(const struct tierfs_config *cfg)
+{
+	uint64_t ra = 2 * cfg->chunk_size;
+
+	if (ra > cfg->ram_size / 4)
+		ra = cfg->ram_size / 4;
+	return ra < (128u << 10) ? 128u << 10 : ra;
+}
+
 static uint64_t read_ahead_mem(const struct tierfs_config *cfg)
 {
 	uint64_t most = cfg->ram_size / 4 * 3;
@@ -722,7 +738,7 @@ static int cmd_mount(int argc, char **argv)
 			.direct_io = cfg.direct_io,
 			.passthrough = cfg.passthrough && !cfg.verify_reads,
 			.kernel_readahead_kb = (unsigned)((cfg.kernel_readahead == UINT64_MAX
-							   ? 2 * cfg.chunk_size
+							   ? kernel_readahead_auto(&cfg)
 							   : cfg.kernel_readahead) / 1024),
 		};
 		if (tierfs_fuse_serve(fs, &mo, on_ready, &ms, err, sizeof(err)) != 0) {

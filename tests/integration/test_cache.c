@@ -579,15 +579,17 @@ Test(cache, direct_io_bypasses_the_page_cache_and_reads_exact_bytes)
 	it_unmount_ok(&env, &mnt);
 }
 
-/* The kernel's readahead window is two chunks once the mount is in use
- * (the INIT reply would cap a value written before it at 128 KiB). */
-Test(cache, kernel_readahead_window_is_two_chunks)
+/* The kernel's readahead window of the mount, in KiB (read once the mount
+ * is in use: the INIT reply would cap a value written before it at 128
+ * KiB). */
+static int kernel_readahead_kb(void)
 {
-	mount_cache(NULL);
-	read_ok(&C);
 	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], dev[64] = "", path[128], *v;
+	int kb;
+
+	read_ok(&C);
 	cr_assert_not_null(f);
-	char line[4096], dev[64] = "";
 	while (fgets(line, sizeof(line), f)) {
 		char mnt_dir[PATH_MAX], d[64];
 		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, mnt_dir) == 2 &&
@@ -596,12 +598,30 @@ Test(cache, kernel_readahead_window_is_two_chunks)
 	}
 	fclose(f);
 	cr_assert_neq(dev[0], '\0', "mount not in mountinfo");
-	char path[128];
 	it_fmt(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
-	char *v = it_read_file(path, NULL);
+	v = it_read_file(path, NULL);
 	cr_assert_not_null(v, "%s", path);
-	cr_expect_eq(atoi(v), 2 * 1024, "read_ahead_kb %s, want two 1M chunks", v);
+	kb = atoi(v);
 	free(v);
+	return kb;
+}
+
+/* By default the window is two chunks. */
+Test(cache, kernel_readahead_window_is_two_chunks)
+{
+	mount_cache(NULL);
+	cr_expect_eq(kernel_readahead_kb(), 2 * 1024, "want two 1M chunks");
+	it_unmount_ok(&env, &mnt);
+}
+
+/* ... but at most a quarter of a small RAM tier: the kernel's pages ahead
+ * of the reader are chunks RAM must hold beside the one being read. */
+Test(cache, kernel_readahead_window_fits_a_small_ram_tier)
+{
+	const char *const extra[] = { "--ram-size", "2M", NULL };
+
+	mount_cache(extra);
+	cr_expect_eq(kernel_readahead_kb(), 512, "want a quarter of 2M");
 	it_unmount_ok(&env, &mnt);
 }
 
