@@ -340,6 +340,9 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 			return got;         /* the object changed or the store fails: a reader will say */
 		if (fetched)
 			got += want;
+		if (rc == TFS_AGAIN && !chunk_cache_in_ram(fs->cache, &o, i))
+			break;              /* no room for it: nothing after it either (the
+					     * reader's miss on it would evict what came after) */
 	}
 	if (again && refused) {
 		/* TFS_AGAIN is "in RAM already" or "no room": which one */

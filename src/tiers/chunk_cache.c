@@ -507,6 +507,13 @@ void chunk_cache_new_epoch(struct chunk_cache *cc)
 		ssd_tier_new_epoch(cc->ssd);
 }
 
+bool chunk_cache_in_ram(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index)
+{
+	struct chunk_id id = { o->key, o->cache_id, index };
+
+	return ram_tier_present(cc->ram, &id);
+}
+
 void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t *ram,
 			   uint64_t *ssd)
 {

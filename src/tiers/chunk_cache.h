@@ -163,6 +163,9 @@ void chunk_cache_new_epoch(struct chunk_cache *cc);
  * their reader has yet to come: not issued. */
 bool chunk_cache_ahead_room(struct chunk_cache *cc, size_t len);
 
+/* Is chunk index of o in RAM, or being filled there?  Not an access. */
+bool chunk_cache_in_ram(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index);
+
 /* Bytes of o present in RAM and on SSD.  Not an access; no I/O. */
 void chunk_cache_residency(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t *ram,
 			   uint64_t *ssd);
