@@ -657,8 +657,9 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  * one, else the policy's victim (evicted), else any evictable slot; then
  * more victims, their buffers freed, until the buffers fit the capacity
  * with this one's.  NULL when every slot is pinned or filling; with
- * nothing more to evict the buffers may exceed the capacity by readers'
- * fills in flight; a fetch ahead (ahead) gets NULL instead.  A read-ahead miss is not an access: the read that consumes
+ * nothing more to evict the buffers may exceed the capacity by the fills
+ * in flight, except for an epoch's fetch ahead (epoch), which gets NULL
+ * instead.  A read-ahead miss is not an access: the read that consumes
  * the chunk is, so a chunk read once counts once whoever fetched it.
  *
  * The bound is on buffer bytes, not slots (there is a slot per EVICT_RAM_SLOT_GRAIN
@@ -690,10 +691,8 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 			v->fnext = t->free_top;
 			t->free_top = v;
 		}
-		if (ahead && atomic_load(&t->mem) + size > t->capacity) {
-			/* no room but by evicting what is yet to be read (an
-			 * epoch's, or read-ahead, or the chunk before this one):
-			 * a fetch ahead never takes RAM past its capacity */
+		if (epoch && atomic_load(&t->mem) + size > t->capacity) {
+			/* no room but by evicting what the epoch has yet to read */
 			s->fnext = t->free_top;
 			t->free_top = s;
 			s = NULL;

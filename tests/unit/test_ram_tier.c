@@ -289,29 +289,6 @@ Test(ram_tier, a_fill_takes_the_chunk_before_it_when_nothing_else_can_go)
 	ram_tier_free(t);
 }
 
-/* A read-ahead never takes RAM past its capacity: with the tier's bytes
- * all held by readers (free slots left, no byte to spare), it is refused
- * and nothing is fetched; a reader's miss may still go over. */
-Test(ram_tier, read_ahead_never_takes_ram_past_its_capacity)
-{
-	const size_t big = 1u << 20;   /* 1 MiB chunks: 32 slots of 64 KiB */
-	struct ram_tier *t = ram_tier_new(2 * big, big, EVICT_TINYLFU);
-	struct counter c = { 0 };
-	struct chunk_ref *a, *b, *r;
-	struct chunk_id ia = { "a", "e", 0 }, ib = { "b", "e", 0 }, ix = { "x", "e", 0 };
-
-	cr_assert_eq(tier_get(t, &ia, big, fill, &c, &a), TFS_OK);
-	cr_assert_eq(tier_get(t, &ib, big, fill, &c, &b), TFS_OK);
-	cr_assert_eq(tier_ahead(t, &ix, big, fill, &c, &r), TFS_AGAIN);
-	cr_assert_eq(c.fills, 2, "a read-ahead was fetched past the capacity");
-	cr_assert_eq(ram_tier_present(t, &ix), false);
-	cr_assert_eq(tier_get(t, &ix, big, fill, &c, &r), TFS_OK);   /* a reader goes over */
-	chunk_ref_put(r);
-	chunk_ref_put(a);
-	chunk_ref_put(b);
-	ram_tier_free(t);
-}
-
 Test(ram_tier, dup_keeps_a_chunk_pinned_until_the_last_put)
 {
 	struct ram_tier *t = ram_tier_new(CS, CS, EVICT_TINYLFU);
