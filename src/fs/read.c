@@ -77,13 +77,30 @@ static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
 }
 
 /* Within a file: the stream's decision, acted on. */
+/* The chunks f's stream issued past the one its reader is in are awaited
+ * no more (f->ra_lock held): the reader closed the file or left the
+ * stream.  Without this they would count against the read-ahead bound
+ * until evicted, and a few streams left midway would stop read-ahead for
+ * every reader of the mount. */
+static void ra_file_forget(struct tfs_fs *fs, struct fs_file *f, const struct ra_file *ra)
+{
+	struct chunk_obj o = { f->key, f->ver->etag, f->ver->cache_id, f->ver->size };
+
+	if (ra->frontier > ra->cur_chunk + 1)
+		chunk_cache_ahead_forget(fs->cache, &o, ra->cur_chunk + 1, ra->frontier);
+}
+
 static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
 {
 	uint64_t first, n, done;
+	struct ra_file before;
 
 	pthread_mutex_lock(&f->ra_lock);
+	before = f->ra;
 	n = ra_file_on_read(&f->ra, fs->cfg.chunk_size, fs->cfg.read_ahead, off, len,
 			    f->ver->size, &first);
+	if (f->ra.frontier == 0 && before.frontier > 0)
+		ra_file_forget(fs, f, &before);   /* a seek restarted the stream */
 	if (n) {
 		done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size, first, n);
 		if (done < n)
@@ -260,6 +277,11 @@ void fs_release(struct tfs_fs *fs, struct fs_file *f)
 		return;
 	atomic_fetch_sub(&fs->open_files, 1);
 	fs_handle_del(fs, &f->link);
+	if (fs->pool) {
+		pthread_mutex_lock(&f->ra_lock);
+		ra_file_forget(fs, f, &f->ra);
+		pthread_mutex_unlock(&f->ra_lock);
+	}
 	fs_file_free(f);
 }
 

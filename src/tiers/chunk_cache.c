@@ -507,6 +507,16 @@ void chunk_cache_new_epoch(struct chunk_cache *cc)
 		ssd_tier_new_epoch(cc->ssd);
 }
 
+void chunk_cache_ahead_forget(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t first,
+			      uint64_t end)
+{
+	for (uint64_t i = first; i < end; i++) {
+		struct chunk_id id = { o->key, o->cache_id, i };
+
+		ram_tier_ahead_forget(cc->ram, &id);
+	}
+}
+
 bool chunk_cache_in_ram(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };

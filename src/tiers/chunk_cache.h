@@ -163,6 +163,12 @@ void chunk_cache_new_epoch(struct chunk_cache *cc);
  * their reader has yet to come: not issued. */
 bool chunk_cache_ahead_room(struct chunk_cache *cc, size_t len);
 
+/* Chunks [first, end) of o, read ahead, are awaited no more: their
+ * reader closed the file or left the stream (ram_tier_ahead_forget), so
+ * they stop counting against chunk_cache_ahead_room(). */
+void chunk_cache_ahead_forget(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t first,
+			      uint64_t end);
+
 /* Is chunk index of o in RAM, or being filled there?  Not an access. */
 bool chunk_cache_in_ram(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index);
 

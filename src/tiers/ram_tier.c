@@ -1034,6 +1034,19 @@ size_t ram_tier_pin_key(struct ram_tier *t, const char *key, bool on)
 	return n;
 }
 
+void ram_tier_ahead_forget(struct ram_tier *t, const struct chunk_id *id)
+{
+	uint64_t h = chunk_hash(id);
+	pthread_mutex_t *sl = stripe_of(t, h);
+	struct chunk_ref *s;
+
+	pthread_mutex_lock(sl);
+	s = hash_find(t, h, id);
+	if (s)
+		ahead_clear(t, s);   /* neither used nor wasted: nobody awaits it */
+	pthread_mutex_unlock(sl);
+}
+
 bool ram_tier_present(struct ram_tier *t, const struct chunk_id *id)
 {
 	uint64_t h = chunk_hash(id);

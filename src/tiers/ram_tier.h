@@ -136,6 +136,11 @@ size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id);
  * on SSD by its own write-behind.) */
 bool ram_tier_present(struct ram_tier *t, const struct chunk_id *id);
 
+/* Chunk id, if read ahead and not read yet, is awaited no more (its
+ * reader closed the file, or left the stream): an ordinary chunk now,
+ * out of ram_tier_ahead_unread(). */
+void ram_tier_ahead_forget(struct ram_tier *t, const struct chunk_id *id);
+
 /* Evict chunk id now, on an operator's request: RAM_EVICT_DONE (its bytes
  * added to *bytes), _ABSENT, _PINNED, or _BUSY (being read or filled). */
 enum { RAM_EVICT_DONE, RAM_EVICT_ABSENT, RAM_EVICT_PINNED, RAM_EVICT_BUSY };

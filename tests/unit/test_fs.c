@@ -691,6 +691,42 @@ Test(fs_ra, sequential_reader_is_served_from_read_ahead)
 	fs_release(fs, f);
 }
 
+/* Read the first `chunks` chunks of name sequentially and stop there
+ * (the read-ahead issued beyond them landed, unread), then close it. */
+static void read_part_and_close(const char *name, unsigned seed, uint64_t chunks)
+{
+	struct fs_file *f;
+	bool keep;
+
+	cr_assert_eq(fs_open(fs, lookup(FS_ROOT_INO, name, TFS_OK), &f, &keep), TFS_OK);
+	for (uint64_t off = 0; off < chunks * CS; off += CS / 4)
+		read_all_check(f, off, CS / 4, seed, CS / 4);
+	ra_idle();
+	fs_release(fs, f);
+}
+
+/* Readers that stop midway and close leave chunks read ahead and never
+ * read.  They must not count against the read-ahead bound for ever: two
+ * such streams hold the whole bound here (8 chunks each, 16 allowed),
+ * and a third reader still gets its read-ahead. */
+Test(fs_ra, read_ahead_left_by_closed_readers_does_not_stop_the_next)
+{
+	struct tfs_counters before, after;
+
+	put_pattern("p1", 20 * CS, 31);
+	put_pattern("p2", 20 * CS, 32);
+	put_pattern("p3", 20 * CS, 33);
+	fs = mount_ra(60000);
+	read_part_and_close("p1", 31, 5);
+	read_part_and_close("p2", 32, 5);
+	fs_counters(fs, &before);
+	read_part_and_close("p3", 33, 5);
+	fs_counters(fs, &after);
+	cr_expect_geq(after.v[TFS_C_RA_ISSUED] - before.v[TFS_C_RA_ISSUED], 4,
+		      "the third reader got %llu chunks read ahead",
+		      (unsigned long long)(after.v[TFS_C_RA_ISSUED] - before.v[TFS_C_RA_ISSUED]));
+}
+
 Test(fs_ra, random_reader_reads_nothing_ahead)
 {
 	struct tfs_counters cs;
