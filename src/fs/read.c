@@ -55,14 +55,13 @@ static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
 	size_t kl = strlen(key);
 
 	for (uint64_t i = 0; i < n; i++) {
-		struct ra_job *j = malloc(sizeof(*j) + kl + 1);
+		struct ra_job *j;
 
+		if (!chunk_cache_ahead_room(fs->cache, chunk_cache_chunk_len(fs->cache, size, first + i)))
+			return i;
+		j = malloc(sizeof(*j) + kl + 1);
 		if (!j)
 			return i;
-		if (!chunk_cache_ahead_room(fs->cache, chunk_cache_chunk_len(fs->cache, size, first + i))) {
-			free(j);
-			return i;
-		}
 		j->index = first + i;
 		j->size = size;
 		snprintf(j->etag, sizeof(j->etag), "%s", etag);
