@@ -23,7 +23,8 @@
 #   counter) over N.  Targets: epoch 1 <= 1.02, later epochs <= 1.05 x
 #   (1 - C/N) with C the SSD tier (the tiers are inclusive).  The same runs
 #   with --ram-policy lru --ssd-policy lru are printed beside them; OPT is
-#   1 - C/N.
+#   1 - C/N.  EVICT_ORDERS and EVICT_POLICIES (environment) run a subset
+#   of the orders and of "tinylfu lru"; EVICT_SIM=0 skips the simulator.
 # Output: the tables on stdout; with EVICT_OUT=DIR also DIR/evict.md (the
 #   same) and DIR/evict.png: for each order, the mean of epochs 2 on
 #   against N/C, for both policies, beside OPT and the bound (gnuplot).
@@ -88,6 +89,21 @@ trap cleanup EXIT
 source "$ROOT/scripts/lib/bench.sh"
 bench_start "$WORK/rgw.log"
 
+ORDERS=(${EVICT_ORDERS:-listing shuffle shuffle-noscan plan})
+POLICIES=(${EVICT_POLICIES:-tinylfu lru})
+for o in "${ORDERS[@]}"; do
+	case $o in listing | shuffle | shuffle-noscan | plan) ;;
+	*) echo "evict.sh: unknown order '$o' in EVICT_ORDERS" >&2; exit 2 ;;
+	esac
+done
+for p in "${POLICIES[@]}"; do
+	case $p in tinylfu | lru) ;;
+	*) echo "evict.sh: unknown policy '$p' in EVICT_POLICIES" >&2; exit 2 ;;
+	esac
+done
+
+sim_table=
+if [ "${EVICT_SIM:-1}" != 0 ]; then
 echo "## Simulator (tierfs-sim --items 10000 --epochs 5 --sizes 0.25,0.5)"
 echo
 echo "| trace | C/N | lru % | lfu % | tinylfu % | OPT % | target | met |"
@@ -125,6 +141,7 @@ sim_table=$(
 )
 echo "$sim_table"
 if grep -q '| NO |' <<<"$sim_table"; then failed=1; fi
+fi
 
 "${S3UTIL[@]}" mb bench >/dev/null
 for i in "${!SIZES[@]}"; do
@@ -163,18 +180,21 @@ run() {
 	pid=
 }
 for ssd in "${SSDS[@]}"; do
-	for policy in tinylfu lru; do
-		run "$ssd" "$policy" listing
-		run "$ssd" "$policy" shuffle
-		run "$ssd" "$policy" shuffle-noscan --scan-prefetch 0
-		run "$ssd" "$policy" plan
+	for policy in "${POLICIES[@]}"; do
+		for order in "${ORDERS[@]}"; do
+			if [ "$order" = shuffle-noscan ]; then
+				run "$ssd" "$policy" "$order" --scan-prefetch 0
+			else
+				run "$ssd" "$policy" "$order"
+			fi
+		done
 	done
 done
 
-ORDERS=(listing shuffle shuffle-noscan plan)
 # mean_later SSD POLICY ORDER: the mean of epochs 2.. (epoch 1 alone: itself).
 mean_later() {
 	local e sum=0 n=0
+	[ -n "${frac[$1,$2,$3,1]+set}" ] || { echo NaN; return; }   # not run
 	for e in $(seq "$EPOCHS"); do
 		[ "$e" -eq 1 ] && [ "$EPOCHS" -gt 1 ] && continue
 		sum=$(awk -v a="$sum" -v b="${frac[$1,$2,$3,$e]}" 'BEGIN { print a + b }')
@@ -198,7 +218,7 @@ daemon_table() {
 		echo "$hdr bound (epoch 1: 1.02, then) | OPT | met |"
 		echo "$sep---:|---:|---|"
 		for order in "${ORDERS[@]}"; do
-			for policy in tinylfu lru; do
+			for policy in "${POLICIES[@]}"; do
 				row="| $order | $policy |"
 				met=yes
 				for e in $(seq "$EPOCHS"); do
