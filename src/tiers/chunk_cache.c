@@ -158,17 +158,25 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 	int rc;
 
 	*len = 0;
-	if (cc->ssd && ssd_tier_read(cc->ssd, id, buf, chunk_ref_cap(ref), len) == TFS_OK) {
+	if (cc->ssd && ssd_tier_read(cc->ssd, id, buf, chunk_ref_cap(ref), len, reader) == TFS_OK) {
 		if (*len == want)
 			return TFS_OK;
 		log_warn("cached chunk %llu of '%s' has %zu bytes, the object's version %zu: "
 			 "fetched again", (unsigned long long)id->index, id->key, *len, want);
 	} else if (cc->ssd && reader) {
-		ssd_tier_missed(cc->ssd, id);
+		ssd_tier_access(cc->ssd, id);
 	}
 	rc = shared_or_store(cc, o, id, want, buf, from_store, t);
 	*len = rc == TFS_OK ? want : 0;
 	return rc;
+}
+
+/* A reader's RAM hit on chunk id (r): the first on a chunk a fetch ahead
+ * brought is the access the tier below did not see at the fill. */
+static void reader_hit(struct chunk_cache *cc, const struct chunk_id *id, struct chunk_ref *r)
+{
+	if (cc->ssd && chunk_ref_first_read(r))
+		ssd_tier_access(cc->ssd, id);
 }
 
 static void release_ref(void *ref)
@@ -267,6 +275,8 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		chunk_ref_put(ref);
 		return TFS_E_STALE;
 	}
+	if (rc == TFS_OK && mode == RAM_READ)
+		reader_hit(cc, &id, ref);
 	if (rc == TFS_MISS && wanted && !wanted(arg) && ram_tier_fill_withdraw(cc->ram, ref))
 		return TFS_E_INTR;   /* its reader came meanwhile: no fetch after its read */
 	if (rc == TFS_MISS) {
@@ -316,6 +326,7 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 			return TFS_E_STALE;
 		}
 		if (rc == TFS_OK) {
+			reader_hit(cc, &id, r);
 			*ref = r;
 			*data = (const char *)chunk_ref_data(r) + off;
 			return TFS_OK;

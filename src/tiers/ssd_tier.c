@@ -2011,8 +2011,10 @@ size_t ssd_tier_span_max(size_t len)
 	return (len + SSD_BLOCK - 1) / SSD_BLOCK * SSD_BLOCK + SSD_BLOCK;
 }
 
-int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
-			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len)
+/* ssd_tier_read_range(), an access of the policy only when access. */
+static int read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
+		      size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len,
+		      bool access)
 {
 	uint32_t sums[CACHE_INDEX_BLOCKS_MAX];
 	uint64_t hi, lo, dlen = 0, gen, ohi = 0, olo = 0;
@@ -2027,7 +2029,8 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 	first = off / SSD_BLOCK;
 	last = (off + len - 1) / SSD_BLOCK;
 	pthread_mutex_lock(&t->lock);
-	evict_policy_access(t->policy, lo);
+	if (access)
+		evict_policy_access(t->policy, lo);
 	e = table_find(t, id, hi, lo);
 	if (e && e->state == ENTRY_PENDING && e->pending && e->data_len == expect_len) {
 		/* a reader's chunk the writer has yet to write, in our copy:
@@ -2120,7 +2123,7 @@ static size_t readable_len(struct ssd_tier *t, const struct chunk_id *id)
 	return len;
 }
 
-void ssd_tier_missed(struct ssd_tier *t, const struct chunk_id *id)
+void ssd_tier_access(struct ssd_tier *t, const struct chunk_id *id)
 {
 	uint64_t hi, lo;
 
@@ -2133,8 +2136,14 @@ void ssd_tier_missed(struct ssd_tier *t, const struct chunk_id *id)
 	pthread_mutex_unlock(&t->lock);
 }
 
+int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
+			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len)
+{
+	return read_range(t, id, expect_len, off, len, buf, span_off, span_len, true);
+}
+
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
-		  size_t *len)
+		  size_t *len, bool reader)
 {
 	size_t dlen = readable_len(t, id), span_off, span_len;
 
@@ -2143,7 +2152,7 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
 		STAT_ADD(t, misses, 1);
 		return TFS_MISS;
 	}
-	if (ssd_tier_read_range(t, id, dlen, 0, dlen, buf, &span_off, &span_len) != TFS_OK)
+	if (read_range(t, id, dlen, 0, dlen, buf, &span_off, &span_len, reader) != TFS_OK)
 		return TFS_MISS;
 	assert(span_off == 0 && span_len == dlen);
 	*len = dlen;

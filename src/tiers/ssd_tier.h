@@ -90,9 +90,10 @@ void ssd_tier_close(struct ssd_tier *t);
 
 /* Read chunk id into buf (cap bytes), set *len.  TFS_OK on a verified hit;
  * TFS_MISS when not stored or when the stored copy is bad (then dropped and
- * counted).  Never another result. */
+ * counted).  Never another result.  reader: an access of the policy; a
+ * fetch ahead's read is not (see ssd_tier_access). */
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,
-		  size_t *len);
+		  size_t *len, bool reader);
 
 /* Read bytes [off, off + len) of chunk id, a chunk of expect_len bytes:
  * the whole blocks that cover them go into buf (at least
@@ -106,13 +107,16 @@ int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t ex
 /* The most bytes ssd_tier_read_range() puts in buf for len bytes. */
 size_t ssd_tier_span_max(size_t len);
 
-/* A reader asked for chunk id and this tier did not have it: an access
- * all the same.  W-TinyLFU admits a chunk asked for more often than its
- * victim, which it can tell only if it counted the asks that missed;
- * without them a chunk not admitted at its first fetch never was, and a
- * hot set that moved never got in.  Not for a fetch ahead: the read that
- * consumes the chunk is the access, so a chunk read once counts once. */
-void ssd_tier_missed(struct ssd_tier *t, const struct chunk_id *id);
+/* A reader read chunk id and this tier did not serve it (it missed, or
+ * RAM had a copy a fetch ahead brought): an access all the same.
+ * W-TinyLFU admits a chunk asked for more often than its victim, which it
+ * can tell only if it counted the asks that missed; without them a chunk
+ * not admitted at its first fetch never was, and a hot set that moved
+ * never got in.  Not for a fetch ahead: the read that consumes the chunk
+ * is the access, so a chunk read once counts once however it came (a
+ * chunk read ahead and never counted lost every duel to one that was:
+ * the next epoch evicted it unread). */
+void ssd_tier_access(struct ssd_tier *t, const struct chunk_id *id);
 
 /* The file of one object version wholly on SSD, for the kernel to read
  * itself: when every chunk of the object (size bytes, key and cache_id)

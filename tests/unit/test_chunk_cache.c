@@ -656,3 +656,55 @@ Test(chunk_cache, ssd_reads_only_the_blocks_asked_for_and_a_bad_block_is_a_miss)
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }
+
+/* One access of the SSD tier's policy per chunk read, however the chunk
+ * came: a chunk fetched ahead and then read counts as one read on a miss
+ * does.  Without that, W-TinyLFU saw it as never asked for, and the next
+ * chunk asked for twice won the duel against it: with a dataset larger
+ * than the cache, the chunks read ahead were the ones evicted unread from
+ * one epoch to the next.  An SSD tier of two chunks, W-TinyLFU (its window
+ * holds no chunk, so every insertion is a duel): X fetched ahead and read,
+ * then A read; C asked for twice must not displace X (its victim, the
+ * older), each of them asked for once before. */
+Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
+{
+	char path[128], err[512];
+	struct ssd_tier *ssd = NULL;
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_obj x = obj_n("x", 1), a = obj_n("a", 1), c = obj_n("c", 1);
+	struct chunk_cache_evicted ev = { 0 };
+	uint64_t ram, on_ssd;
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config cfg = { .dir = path, .owner = "test bucket ",
+				       .capacity = 2 * (CS + 4096), .min_free_pct = 0,
+				       .chunk_size = CS, .queue_max = 8, .policy = EVICT_TINYLFU };
+	cr_assert_eq(ssd_tier_open(&cfg, &ssd, err, sizeof(err)), TFS_OK, "%s", err);
+	store_init(&s, 11);
+	cc = cc_new(&s, ssd, 4);
+
+	cr_assert_eq(chunk_cache_prefetch(cc, &x, 0, false, NULL, NULL), TFS_OK);
+	chunk_cache_flush(cc);
+	read_chunks(cc, &s, "x", 1);     /* a RAM hit: the read ahead consumed */
+	read_chunks(cc, &s, "a", 1);     /* a miss */
+	chunk_cache_flush(cc);
+	chunk_cache_residency(cc, &x, &ram, &on_ssd);
+	cr_assert_eq(on_ssd, x.size, "x was not stored");
+	chunk_cache_residency(cc, &a, &ram, &on_ssd);
+	cr_assert_eq(on_ssd, a.size, "a was not stored");
+
+	for (int i = 0; i < 2; i++) {   /* c: asked for twice, evicted from RAM between */
+		read_chunks(cc, &s, "c", 1);
+		chunk_cache_flush(cc);
+		chunk_cache_evict(cc, &c, PIN_RAM, &ev);
+	}
+	chunk_cache_residency(cc, &x, &ram, &on_ssd);
+	cr_expect_eq(on_ssd, x.size, "x, read once, lost its place to c, read twice: "
+		     "its read was not counted");
+	chunk_cache_residency(cc, &a, &ram, &on_ssd);
+	cr_expect_eq(on_ssd, a.size, "a, read once, lost its place to c");
+	cr_expect_eq(s.fetches, 4, "x, a and c twice");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}

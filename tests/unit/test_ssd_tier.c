@@ -112,7 +112,7 @@ static bool read_ok(struct ssd_tier *t, const struct chunk_id *id, size_t want_l
 {
 	unsigned char *b = malloc(CS);
 	size_t len = 12345;
-	int rc = ssd_tier_read(t, id, b, CS, &len);
+	int rc = ssd_tier_read(t, id, b, CS, &len, true);
 
 	cr_assert(rc == TFS_OK || rc == TFS_MISS, "rc %d", rc);
 	if (rc == TFS_MISS) {
@@ -274,7 +274,7 @@ Test(ssd_tier, unknown_chunk_other_etag_other_index_miss)
 	cr_assert_not(read_ok(t, &other_etag, 0));
 	cr_assert_not(read_ok(t, &other_index, 0));
 	/* a buffer too small is a miss, and the copy stays */
-	cr_assert_eq(ssd_tier_read(t, &id, small, sizeof(small), &len), TFS_MISS);
+	cr_assert_eq(ssd_tier_read(t, &id, small, sizeof(small), &len, true), TFS_MISS);
 	cr_assert_eq(len, 0);
 	cr_assert(read_ok(t, &id, 1000));
 	cr_assert_eq(stats(t).misses, 4);
@@ -1071,7 +1071,7 @@ Test(ssd_tier, enospc_degrades_never_serves_bad_bytes)
 		for (uint64_t i = 0; i < 8; i++) {
 			struct chunk_id id = { "huge", "e", i };
 			size_t len = 0;
-			int rc = ssd_tier_read(t, &id, b, big, &len);
+			int rc = ssd_tier_read(t, &id, b, big, &len, true);
 			cr_assert(rc == TFS_OK || rc == TFS_MISS);
 			if (rc == TFS_OK) {
 				cr_assert_eq(len, big);
@@ -1147,7 +1147,7 @@ static void *racer_main(void *arg)
 		struct chunk_id id = { (x & 1) ? "hot/a" : "hot/b", (x & 2) ? "e1" : "e2",
 				       (x >> 2) % 24 };
 		size_t len = 0, want = CS - (size_t)id.index * 100;
-		int rc = ssd_tier_read(r->t, &id, b, CS, &len);
+		int rc = ssd_tier_read(r->t, &id, b, CS, &len, true);
 
 		if (rc == TFS_OK) {
 			r->hits++;
@@ -1292,7 +1292,7 @@ Test(ssd_tier, small_chunks_fill_the_bytes_not_a_chunk_count)
 	cr_expect_leq(st.bytes_used, cfg.capacity);
 	for (uint64_t i = 0; i < 32; i++) {
 		struct chunk_id id = { "img", "e", i };
-		cr_expect_eq(ssd_tier_read(t, &id, b, big, &len), TFS_OK, "chunk %llu",
+		cr_expect_eq(ssd_tier_read(t, &id, b, big, &len, true), TFS_OK, "chunk %llu",
 			     (unsigned long long)i);
 		cr_expect_eq(len, small);
 	}
