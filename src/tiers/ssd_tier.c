@@ -2268,7 +2268,7 @@ static struct ssd_entry *scrub_pick(struct ssd_tier *t, size_t *cursor)
 uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 {
 	static const uint32_t none[1] = { 0 };
-	uint64_t done = 0;
+	uint64_t done = 0, stamp = (uint64_t)clock_coarse_ms() / 1000 + 1;
 	size_t cursor = 0;
 
 	pthread_mutex_lock(&t->scrub_lock);
@@ -2284,11 +2284,15 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 
 		pthread_mutex_lock(&t->lock);
 		e = scrub_pick(t, &cursor);
-		if (!e) {
+		if (!e || e->checked >= stamp) {
+			/* none, or the least lately checked was checked by this
+			 * very call: each chunk once a call, however few there are
+			 * (a tier of one small chunk read it back 16 M times, the
+			 * writer deaf to its queue and to its close meanwhile) */
 			pthread_mutex_unlock(&t->lock);
 			break;
 		}
-		e->checked = (uint64_t)clock_coarse_ms() / 1000 + 1;
+		e->checked = stamp;
 		kcopy = malloc(strlen(e->key) + strlen(e->etag) + 2);
 		if (!kcopy) {
 			pthread_mutex_unlock(&t->lock);
@@ -2327,7 +2331,7 @@ uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes)
 			if (fd >= 0)
 				close(fd);
 		}
-		done += dlen;
+		done += bytes_of(dlen);   /* what was read: whole blocks */
 		if ((r == READ_BAD || r == READ_IOERR) && still_stored(t, &id, hi, lo, gen)) {
 			STAT_ADD(t, checksum_failures, r == READ_BAD);
 			STAT_ADD(t, io_errors, r == READ_IOERR);

@@ -133,10 +133,11 @@ void ssd_tier_object_reopened(struct ssd_tier *t, const char *key, const char *c
 			      uint64_t size);
 void ssd_tier_object_release(struct ssd_tier *t, const char *key, const char *cache_id);
 
-/* Read back up to max_bytes of stored chunks, oldest checked first, from
- * the disk (not the page cache) and drop those whose blocks no longer
- * match their checksums (counted as checksum failures).  Returns the
- * bytes checked.  Blocks for the reads: run it off the read path. */
+/* Read back up to max_bytes of stored chunks (counted in the whole blocks
+ * read), oldest checked first and each at most once a call, from the disk
+ * (not the page cache) and drop those whose blocks no longer match their
+ * checksums (counted as checksum failures).  Returns the bytes read.
+ * Blocks for the reads: run it off the read path. */
 uint64_t ssd_tier_scrub(struct ssd_tier *t, uint64_t max_bytes);
 
 /* Called exactly once when the tier no longer needs a stored chunk's data. */

@@ -1407,3 +1407,26 @@ Test(ssd_tier, chunks_beyond_the_queue_wait_as_copies_and_are_readable)
 	cr_expect_eq(st.insertions + st.dropped, 32, "every chunk stored or counted as dropped");
 	ssd_tier_close(t);
 }
+
+/* A scrub reads each stored chunk back at most once a call, and counts
+ * the whole blocks it read: with fewer bytes stored than its budget it
+ * stops after one round.  (It used to go round until the budget was
+ * spent counting chunk bytes: a tier of one 1-byte chunk read it back
+ * millions of times, the writer thread deaf meanwhile; a daemon with
+ * such a tier did not exit after unmount.) */
+Test(ssd_tier, a_scrub_reads_each_chunk_once_a_call)
+{
+	struct ssd_tier_config c = cfg_default();
+	struct ssd_tier *t;
+	struct chunk_id a = { "k/a", "e1", 0 }, b = { "k/b", "e1", 0 };
+
+	c.scrub_rate = 0;   /* the test's calls only */
+	t = tier_open(&c);
+	cr_assert(store(t, &a, 1));
+	cr_assert(store(t, &b, 100));
+	ssd_tier_flush(t);
+	cr_expect_eq(ssd_tier_scrub(t, 1u << 20), 2 * FILE_BYTES(1));
+	cr_expect(read_ok(t, &a, 1));
+	cr_expect(read_ok(t, &b, 100));
+	ssd_tier_close(t);
+}
