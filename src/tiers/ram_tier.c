@@ -144,12 +144,14 @@ struct ram_tier {
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	atomic_uint_fast64_t hits, misses, waits, evictions, overflow, fills_failed;
+	atomic_uint_fast64_t reader_max;   /* the largest buffer a reader's miss took */
 	atomic_uint_fast64_t insertions, bytes_fetched, entries, bytes_used;
 	atomic_uint_fast64_t mem;         /* bytes of the buffers slots hold */
 	atomic_uint_fast64_t ahead_seq;   /* read-ahead fills started, ever */
 	atomic_uint_fast64_t ahead_pos;   /* their bytes, ever */
 	atomic_uint_fast64_t ahead_withdrawn;   /* of them, given up before the fetch */
 	atomic_uint_fast64_t ahead_unread;      /* buffer bytes of RAM_AHEAD fills not read yet */
+	atomic_uint_fast64_t ahead_all;         /* the same, of every fill ahead (RAM_AHEAD_EPOCH too) */
 	atomic_uint_fast64_t ahead_limit; /* of the latest read-ahead bytes, how many are protected */
 	atomic_uint_fast64_t ahead_used, ahead_wasted, ahead_late, ahead_dropped;
 	struct pin_set *pins;           /* the operator's pins (borrowed); NULL = none */
@@ -337,6 +339,7 @@ static bool ahead_clear(struct ram_tier *t, struct chunk_ref *s)
 {
 	if (!atomic_exchange(&s->ahead, false))
 		return false;
+	atomic_fetch_sub(&t->ahead_all, s->cap);
 	if (atomic_exchange(&s->ahead_counted, false))
 		atomic_fetch_sub(&t->ahead_unread, s->cap);
 	return true;
@@ -660,8 +663,15 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  * with this one's.  NULL when every slot is pinned or filling; with
  * nothing more to evict the buffers may exceed the capacity by the fills
  * in flight, except for an epoch's fetch ahead (epoch), which gets NULL
- * instead.  A read-ahead miss is not an access: the read that consumes
- * the chunk is, so a chunk read once counts once whoever fetched it.
+ * instead.  An epoch's fetch ahead also gets NULL when the fills ahead not
+ * read yet, this one included, would leave less of the tier than a
+ * reader's next two chunks (the one it reads and the one read ahead of
+ * it), as large as the largest a reader has missed on: that reader's
+ * miss would evict them unread (a 16 MiB tier, 8 MiB chunks, files of
+ * mixed sizes: a loader's plan fetched 1.02-1.10 of the dataset an epoch,
+ * 1.00-1.03 with the room kept).  A read-ahead miss is not an access: the
+ * read that consumes the chunk is, so a chunk read once counts once
+ * whoever fetched it.
  *
  * The bound is on buffer bytes, not slots (there is a slot per EVICT_RAM_SLOT_GRAIN
  * of capacity): an image of 100 KB takes about 100 KB, not a chunk. */
@@ -670,6 +680,9 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 {
 	struct chunk_ref *s = NULL;
 
+	if (epoch && atomic_load(&t->ahead_all) + size + 2 * atomic_load(&t->reader_max) >
+			     t->capacity)
+		return NULL;   /* the room of a reader's next two chunks */
 	pthread_mutex_lock(&t->evict_lock);
 	accesses_replay(t);
 	if (!ahead)
@@ -869,6 +882,12 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		if (fresh)
 			break;            /* still absent: insert ours (lock held) */
 		pthread_mutex_unlock(sl);
+		if (!ahead) {
+			uint_fast64_t m = atomic_load(&t->reader_max);
+
+			while (m < size && !atomic_compare_exchange_weak(&t->reader_max, &m, size))
+				;
+		}
 		fresh = slot_take(t, id, h, ahead, epoch, size);
 		if (!fresh && ahead) {
 			atomic_fetch_add(&t->ahead_dropped, 1);
@@ -901,6 +920,7 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 		atomic_store(&fresh->unseen, true);
 		atomic_fetch_add(&t->ahead_seq, 1);
 		fresh->ahead_seq = atomic_fetch_add(&t->ahead_pos, size) + size;
+		atomic_fetch_add(&t->ahead_all, fresh->cap);
 		atomic_store(&fresh->ahead, true);
 		if (!epoch) {
 			atomic_store(&fresh->ahead_counted, true);

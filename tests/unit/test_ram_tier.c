@@ -1133,3 +1133,66 @@ Test(ram_tier, the_first_read_of_a_chunk_fetched_ahead_is_told_once)
 	chunk_ref_put(ref);
 	ram_tier_free(t);
 }
+
+/* An epoch's fetch ahead leaves room for a reader's next two chunks, as
+ * large as the largest a reader has missed on: the fetches ahead not read
+ * yet stay within the tier less that room, even when chunks read through
+ * this epoch could be evicted for more (the reader's next miss would then
+ * evict what was fetched for the epoch, unread). */
+Test(ram_tier, an_epochs_fetch_ahead_leaves_room_for_a_readers_two_chunks)
+{
+	enum { BIG = 64 * 1024 };
+	struct ram_tier *t = ram_tier_new(4 * BIG, BIG, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_id r1 = { "read", "e", 0 }, r2 = { "read", "e", 1 };
+	struct chunk_id e[3] = { { "ahead", "e", 0 }, { "ahead", "e", 1 }, { "ahead", "e", 2 } };
+	struct chunk_ref *ref;
+
+	cr_assert_not_null(t);
+	for (int i = 0; i < 2; i++) {   /* a reader reads two whole chunks through */
+		cr_assert_eq(tier_get(t, i ? &r2 : &r1, BIG, fill, &c, &ref), TFS_OK);
+		ram_tier_read_done(ref);
+		chunk_ref_put(ref);
+	}
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tier_ahead_epoch(t, &e[i], BIG, fill, &c, &ref), TFS_OK, "fetch %d", i);
+		chunk_ref_put(ref);
+	}
+	cr_expect_eq(tier_ahead_epoch(t, &e[2], BIG, fill, &c, &ref), TFS_AGAIN,
+		     "a third chunk fetched ahead left no room for the reader's next two");
+	if (ref)
+		chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &r1) > 0 && ram_tier_contains(t, &r2) > 0,
+		  "a refused fetch ahead evicted a chunk");
+	/* the reader reads one of them: it is no longer awaited */
+	cr_assert_eq(tier_get(t, &e[0], BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_expect_eq(tier_ahead_epoch(t, &e[2], BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &e[1]) > 0, "a chunk fetched for the epoch was evicted");
+	cr_expect_eq(c.fills, 5);
+	ram_tier_free(t);
+}
+
+/* While readers take small chunks only, the room kept for them is small. */
+Test(ram_tier, small_reads_leave_an_epochs_fetch_ahead_most_of_the_tier)
+{
+	enum { BIG = 64 * 1024 };
+	struct ram_tier *t = ram_tier_new(4 * BIG, BIG, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_id s0 = { "small", "e", 0 };
+	struct chunk_ref *ref;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(tier_get(t, &s0, CS, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	for (uint64_t i = 0; i < 3; i++) {
+		struct chunk_id id = { "ahead", "e", i };
+
+		cr_expect_eq(tier_ahead_epoch(t, &id, BIG, fill, &c, &ref), TFS_OK, "fetch %llu",
+			     (unsigned long long)i);
+		if (ref)
+			chunk_ref_put(ref);
+	}
+	ram_tier_free(t);
+}
