@@ -78,6 +78,12 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 		s->active = false;      /* woken from idle: the job shows itself again */
 		was = false;
 		s->run_new = s->run_opens = 0;
+		/* and takes anew: nothing of then is held or handed back */
+		memset(s->taken, 0, (s->n + 7) / 8);
+		memset(s->unfetched, 0, (s->n + 7) / 8);
+		s->n_marked = s->n_opened;
+		s->bytes_taken = 0;
+		s->wakes++;
 	}
 	s->last_open_us = now_us;
 	s->run_opens++;
@@ -93,6 +99,11 @@ bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us)
 	if (s->n_opened == s->n)
 		epoch_restart(s);     /* stays active: the next epoch reads them all again */
 	return s->active && !was;
+}
+
+uint64_t ra_scan_holds(const struct ra_scan *s, uint64_t now_us)
+{
+	return now_us - s->last_open_us > SCAN_IDLE_US ? 0 : s->bytes_taken;
 }
 
 /* a file of s opened since it last woke, the last within SCAN_IDLE_US */

@@ -42,6 +42,7 @@ struct ra_scan {
 	uint64_t bytes_taken;     /* handed out this epoch, held against the budget */
 	uint64_t last_open_us;
 	uint64_t epochs;          /* epochs completed (every entry opened) */
+	uint64_t wakes;           /* wakes from idle: what was taken before one is not held */
 };
 
 /* A scan over n entries: 0, or -1 when n is 0, beyond SCAN_ENTRIES_MAX
@@ -53,7 +54,8 @@ void ra_scan_release(struct ra_scan *s);
  * active (time to wake the fetchers).  An open after SCAN_IDLE_US without
  * one wakes the scan inactive: what the epoch opened stays marked, but
  * the job must show itself again (one file read in a folder scanned long
- * ago fetches nothing). */
+ * ago fetches nothing), and what it took before is forgotten (marks and
+ * bytes: the fetches of then are over, and a job's new run takes anew). */
 bool ra_scan_on_open(struct ra_scan *s, size_t idx, uint64_t now_us);
 
 /* Sibling directories consumed by one job (a dataset of class folders
@@ -81,6 +83,12 @@ void ra_scan_account(struct ra_scan *s, uint64_t bytes);
 /* Entry idx was opened this epoch (a fetch ahead of it is too late: its
  * reader has it, or fetches it itself). */
 bool ra_scan_opened(const struct ra_scan *s, size_t idx);
+
+/* The bytes s holds at now_us against the budget every scan shares: what
+ * it took and has not opened yet, or 0 once idle (no open for
+ * SCAN_IDLE_US: its job stopped, and its share would keep every other
+ * scan's room at 0 for good). */
+uint64_t ra_scan_holds(const struct ra_scan *s, uint64_t now_us);
 
 /* Entry idx, taken and accounted bytes, is being opened (call before
  * ra_scan_on_open): its bytes no longer count against the budget, which

@@ -197,7 +197,7 @@ struct scan_job {
 	 * whose scan handed it out), to hand it back untaken */
 	struct dir_listing *scan_listing;
 	size_t scan_idx;
-	uint64_t scan_epochs;
+	uint64_t scan_epochs, scan_wakes;
 };
 
 /* The next file any active scan hands out (scan_lock held). */
@@ -229,7 +229,7 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 
 	for (size_t i = 0; i < SCAN_DIRS; i++)
 		if (fs->scans[i].dirkey)
-			total += fs->scans[i].st->bytes_taken;
+			total += ra_scan_holds(fs->scans[i].st, now);
 	for (size_t k = 0; k < SCAN_DIRS; k++) {
 		struct scan_dir *sd = &fs->scans[(fs->scan_next + k) % SCAN_DIRS];
 		uint64_t mine, others, room;
@@ -241,7 +241,7 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 			budget = scan_budget(fs);
 			budgeted = true;
 		}
-		mine = sd->st->bytes_taken;
+		mine = ra_scan_holds(sd->st, now);
 		others = total - mine;
 		room = budget > others ? budget - others : 0;
 		while (ra_scan_take(sd->st, now, room, &idx)) {
@@ -262,6 +262,7 @@ static bool scan_next_job(struct tfs_fs *fs, struct scan_job *j)
 			j->scan_listing = listing_get(sd->listing);
 			j->scan_idx = idx;
 			j->scan_epochs = sd->st->epochs;
+			j->scan_wakes = sd->st->wakes;
 			fs->scan_next = (fs->scan_next + k + 1) % SCAN_DIRS;
 			return true;
 		}
@@ -400,24 +401,29 @@ static void plan_fetch(struct tfs_fs *fs, struct scan_job *j)
 	}
 }
 
+/* Was j taken in its scan's current epoch and run (scan_lock held)?  A
+ * new epoch or a wake from idle forgot the take and its bytes. */
+static bool scan_take_current(const struct scan_job *j)
+{
+	const struct ra_scan *s = j->scan_listing->scan;
+
+	return s->epochs == j->scan_epochs && s->wakes == j->scan_wakes;
+}
+
 /* Hand a scan's entry back, to be taken again once RAM has room (scan_lock
- * held): if its scan is still in that epoch. */
+ * held): if its take is current. */
 static void scan_untake(const struct scan_job *j)
 {
-	struct ra_scan *s = j->scan_listing->scan;
-
-	if (s->epochs == j->scan_epochs)
-		ra_scan_untake(s, j->scan_idx, j->meta.size);
+	if (scan_take_current(j))
+		ra_scan_untake(j->scan_listing->scan, j->scan_idx, j->meta.size);
 }
 
 /* A scan's entry into RAM brought nothing (it was there, or its fetch
  * failed): its bytes leave the budget now (scan_lock held). */
 static void scan_not_fetched(const struct scan_job *j)
 {
-	struct ra_scan *s = j->scan_listing->scan;
-
-	if (s->epochs == j->scan_epochs)
-		ra_scan_not_fetched(s, j->scan_idx, j->meta.size);
+	if (scan_take_current(j))
+		ra_scan_not_fetched(j->scan_listing->scan, j->scan_idx, j->meta.size);
 }
 
 /* Wait (scan_lock held) for a wake-up (an open, a plan, a reader's read

@@ -247,3 +247,37 @@ Test(scan, an_open_after_idle_wakes_the_scan_inactive)
 	cr_expect_geq(idx, 2 * SCAN_TRIGGER, "an opened file handed out: %zu", idx);
 	ra_scan_release(&s);
 }
+
+/* A scan whose job stopped holds nothing against the budget every scan
+ * shares (else one job stopped mid-epoch kept every other scan's room at
+ * 0 for good), and when its job comes back it takes anew: the entries it
+ * took then, not opened since, can be handed out again, and their bytes
+ * are not held twice. */
+Test(scan, an_idle_scan_holds_no_budget_and_wakes_taking_anew)
+{
+	struct ra_scan s;
+	uint64_t later = S + SCAN_IDLE_US + 1;
+	size_t idx, first, got = 0;
+
+	cr_assert_eq(ra_scan_init(&s, 100), 0);
+	for (size_t i = 0; i < SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, i, S);
+	cr_assert(ra_scan_take(&s, S, UINT64_MAX, &first));
+	ra_scan_account(&s, 1000);
+	cr_assert(ra_scan_take(&s, S, UINT64_MAX, &idx));
+	ra_scan_account(&s, 500);
+	cr_expect_eq(ra_scan_holds(&s, S), 1500);
+	cr_expect_eq(ra_scan_holds(&s, later), 0, "a stopped job's scan held the budget");
+	/* the job comes back: 16 more distinct opens wake it again */
+	for (size_t i = SCAN_TRIGGER; i < 2 * SCAN_TRIGGER; i++)
+		ra_scan_on_open(&s, 50 + i, later);
+	cr_expect_eq(ra_scan_holds(&s, later), 0, "bytes taken before the idle still held");
+	ra_scan_untake(&s, first, 1000);   /* a fetch of then, done late: nothing to hand back */
+	cr_expect_eq(s.bytes_taken, 0);
+	while (ra_scan_take(&s, later, UINT64_MAX, &idx)) {
+		got += idx == first;
+		cr_expect(!ra_scan_opened(&s, idx), "handed out %zu, opened", idx);
+	}
+	cr_expect_eq(got, 1, "an entry taken before the idle and not opened was not handed out again");
+	ra_scan_release(&s);
+}
