@@ -32,6 +32,15 @@ static struct {
 	bool held, open, passed;  /* a lookup waits; it may go; it went */
 } gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, "", false, false, false };
 
+/* The refusal: a fetch ahead's lookup of chunk 0 of refuse.key finds no
+ * room (TFS_AGAIN, as a full RAM tier answers), every time. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char key[64];             /* "" = refuse nothing */
+	bool refused;             /* a lookup was refused */
+} refuse = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, "", false };
+
 int __real_ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 			   enum ram_mode mode, struct chunk_ref **out);
 
@@ -41,6 +50,19 @@ int __wrap_ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t
 	bool hold = false;
 	int rc;
 
+	if ((mode == RAM_AHEAD || mode == RAM_AHEAD_EPOCH) && id->index == 0) {
+		pthread_mutex_lock(&refuse.lock);
+		hold = refuse.key[0] && strcmp(refuse.key, id->key) == 0;
+		if (hold) {
+			refuse.refused = true;
+			pthread_cond_broadcast(&refuse.cond);
+		}
+		pthread_mutex_unlock(&refuse.lock);
+		if (hold) {
+			*out = NULL;
+			return TFS_AGAIN;
+		}
+	}
 	if (mode == RAM_AHEAD || mode == RAM_AHEAD_EPOCH) {
 		pthread_mutex_lock(&gate.lock);
 		hold = gate.key[0] && strcmp(gate.key, id->key) == 0 && !gate.held;
@@ -200,4 +222,73 @@ Test(scan_fetch, a_file_its_reader_read_while_the_fetch_waited_is_not_fetched_ag
 		cr_expect_eq(fake_objstore_gets(store, name), 1, "%s: %u GETs", name,
 			     fake_objstore_gets(store, name));
 	}
+}
+
+/* A fetch ahead that finds no room for a file's chunk fetches none after
+ * it: the reader's miss on that chunk would evict the later ones, unread
+ * (they were fetched twice).  Chunk 0 of a three-chunk file is refused
+ * room; the scan must leave chunks 1 and 2 to the reader too. */
+Test(scan_fetch, a_file_whose_first_chunk_finds_no_room_is_not_fetched_past_it, .timeout = 180)
+{
+	enum { N = 40 };
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = 600000,
+		.chunk_size = CS, .ram_bytes = 256 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555, .read_ahead_mem = 128 * CS,
+		.scan_threads = 4,
+	};
+	char name[32];
+	struct fs_stats st;
+	uint64_t dir, t0;
+	bool refused;
+
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "ds/s%03u", i);
+		fake_objstore_put_pattern(store, name, 1000 + i, 100 + i);
+	}
+	fake_objstore_put_pattern(store, "ds/big", 3 * CS, 7);   /* listed first */
+	pthread_mutex_lock(&refuse.lock);
+	snprintf(refuse.key, sizeof(refuse.key), "ds/big");
+	pthread_mutex_unlock(&refuse.lock);
+	fs = fs_new(&c);
+	cr_assert_not_null(fs);
+	dir = lookup(FS_ROOT_INO, "ds");
+	{
+		struct fs_dir *d;
+
+		cr_assert_eq(fs_opendir(fs, dir, &d), TFS_OK);
+		fs_releasedir(fs, d);
+	}
+	for (unsigned k = 0; k < SCAN_TRIGGER; k++) {   /* a shuffled job: the scan starts */
+		unsigned i = (k * 7 + 3) % N;
+
+		snprintf(name, sizeof(name), "s%03u", i);
+		read_file(dir, name, 1000 + i, 100 + i);
+	}
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 60;
+		pthread_mutex_lock(&refuse.lock);
+		while (!refuse.refused)
+			if (pthread_cond_timedwait(&refuse.cond, &refuse.lock, &until) != 0)
+				break;
+		refused = refuse.refused;
+		pthread_mutex_unlock(&refuse.lock);
+	}
+	cr_assert(refused, "the scan never tried ds/big");
+	t0 = clock_mono_us();
+	do {
+		usleep(10000);
+		fs_stats(fs, &st);
+	} while (st.scan_busy && clock_mono_us() - t0 < 60000000);
+	cr_assert_eq(st.scan_busy, 0, "fetchers still at work after 60 s");
+	cr_expect_eq(fake_objstore_gets(store, "ds/big"), 0,
+		     "chunks after the one with no room were fetched (%u GETs)",
+		     fake_objstore_gets(store, "ds/big"));
+	pthread_mutex_lock(&refuse.lock);
+	refuse.key[0] = '\0';
+	pthread_mutex_unlock(&refuse.lock);
+	read_file(dir, "big", 3 * CS, 7);
 }
