@@ -513,13 +513,21 @@ struct victim_ctx {
 	bool ahead;
 };
 
-/* s holds the chunk before id's in its object version: the one that
- * id's sequential reader (or the kernel's read-ahead for it) may still
- * be reading (s's stripe lock held). */
-static bool slot_before(const struct chunk_ref *s, const struct chunk_id *id)
+/* s holds one of the span chunks before id's in its object version: the
+ * one that id's sequential reader (or the kernel's read-ahead for it) may
+ * still be reading, one before id's for a reader's miss, two for a
+ * read-ahead of id (issued a chunk ahead of its reader) (s's stripe lock
+ * held). */
+static bool slot_before(const struct chunk_ref *s, const struct chunk_id *id, uint64_t span)
 {
-	return id->index > 0 && s->index + 1 == id->index && s->key && s->etag &&
+	return s->index < id->index && id->index - s->index <= span && s->key && s->etag &&
 	       strcmp(s->key, id->key) == 0 && strcmp(s->etag, id->etag) == 0;
+}
+
+/* How far back slot_before() looks for a fill of this kind. */
+static uint64_t before_span(bool ahead)
+{
+	return ahead ? 2 : 1;
 }
 
 /* The policy's pinned test: a slot being filled or replied from, or read
@@ -528,7 +536,9 @@ static bool slot_before(const struct chunk_ref *s, const struct chunk_id *id)
  * be read; a reader's miss takes the unprotected); and the chunk just
  * before the one wanted, in the same object: with RAM of a few chunks,
  * the next chunk's fill took it from its reader midway, who fetched it
- * again (the sweep takes it only as a reader's last resort). */
+ * again (the sweep takes it only as a reader's last resort); for a
+ * read-ahead, the two before it (the read-ahead of chunk c + 2 took
+ * chunk c while the kernel still asked for its last pages). */
 static bool slot_pinned(void *ctx, uint64_t h)
 {
 	const struct victim_ctx *vc = ctx;
@@ -541,7 +551,7 @@ static bool slot_pinned(void *ctx, uint64_t h)
 		if (s->hash == h && atomic_load(&s->state) == SLOT_READY) {
 			pinned = atomic_load(&s->refs) != 0 || atomic_load(&s->pinned) ||
 				 slot_protected(t, s) || (vc->ahead && atomic_load(&s->ahead)) ||
-				 slot_before(s, vc->id);
+				 slot_before(s, vc->id, before_span(vc->ahead));
 			break;
 		}
 	}
@@ -595,13 +605,13 @@ static struct chunk_ref *policy_evict(struct ram_tier *t, const struct chunk_id 
 
 /* slot_before() for a READY slot, its stripe lock taken here. */
 static bool slot_before_locked(struct ram_tier *t, const struct chunk_ref *s,
-			       const struct chunk_id *id)
+			       const struct chunk_id *id, uint64_t span)
 {
 	pthread_mutex_t *sl = stripe_of(t, s->hash);
 	bool before;
 
 	pthread_mutex_lock(sl);
-	before = atomic_load(&s->state) == SLOT_READY && slot_before(s, id);
+	before = atomic_load(&s->state) == SLOT_READY && slot_before(s, id, span);
 	pthread_mutex_unlock(sl);
 	return before;
 }
@@ -625,7 +635,7 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *
 				continue;
 			if (pass == 0 && atomic_load(&c->ahead))   /* a peek: a hint only */
 				continue;
-			if (pass < 2 && slot_before_locked(t, c, id))
+			if (pass < 2 && slot_before_locked(t, c, id, before_span(ahead)))
 				continue;
 			if (slot_try_evict(t, c, pass == 2)) {
 				evict_policy_remove(t->policy, c->hash);

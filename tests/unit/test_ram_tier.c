@@ -1196,3 +1196,37 @@ Test(ram_tier, small_reads_leave_an_epochs_fetch_ahead_most_of_the_tier)
 	}
 	ram_tier_free(t);
 }
+
+/* A read-ahead of chunk c + 2 of an object does not evict chunk c: its
+ * reader (or the kernel's read-ahead for it, whose requests come out of
+ * order) may still ask for c's last pages; taken, c was fetched again.  A
+ * tier of two chunks: c (read, no longer held) and c + 1 (read ahead,
+ * read): the read-ahead of c + 2 finds no room instead. */
+Test(ram_tier, a_read_ahead_spares_the_two_chunks_before_it)
+{
+	enum { BIG = 64 * 1024 };
+	struct ram_tier *t = ram_tier_new(2 * BIG, BIG, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_id c0 = { "obj", "e", 0 }, c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 };
+	struct chunk_ref *ref;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_ahead(t, &c1, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);   /* consumed */
+	chunk_ref_put(ref);
+	cr_expect_eq(tier_ahead(t, &c2, BIG, fill, &c, &ref), TFS_AGAIN,
+		     "the read-ahead of chunk 2 evicted chunk 0 or 1");
+	if (ref)
+		chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &c0) > 0);
+	/* a reader's own miss on chunk 2 may take chunk 0 (chunk 1 is the
+	 * one before it) */
+	cr_assert_eq(tier_get(t, &c2, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &c1) > 0, "the reader's miss took the chunk before it");
+	cr_expect_eq(ram_tier_contains(t, &c0), 0);
+	ram_tier_free(t);
+}
