@@ -404,12 +404,19 @@ static void done_push(struct ram_tier *t, struct chunk_ref *s)
 	s->on_done = true;
 }
 
+static bool slot_before_locked(struct ram_tier *t, const struct chunk_ref *s,
+			       const struct chunk_id *id, uint64_t span);
+static uint64_t before_span(bool ahead);
+
 /* The latest chunk read through this epoch that can be evicted, evicted;
  * NULL when none among the first DONE_LOOK of the list.  Void marks (an
- * older epoch's, an evicted chunk's) leave the list on the way.
+ * older epoch's, an evicted chunk's) leave the list on the way.  The span
+ * chunks before id's in its object are passed over (slot_before): a chunk
+ * is marked when a read ends at its end, and the kernel's read-ahead
+ * requests, served out of order, may still ask for its earlier pages.
  * evict_lock held. */
 #define DONE_LOOK 64
-static struct chunk_ref *done_evict(struct ram_tier *t)
+static struct chunk_ref *done_evict(struct ram_tier *t, const struct chunk_id *id, uint64_t span)
 {
 	uint64_t gen = atomic_load(&t->epoch);
 	struct chunk_ref *s, *next, *got = NULL;
@@ -420,7 +427,8 @@ static struct chunk_ref *done_evict(struct ram_tier *t)
 		next = s->dnext;
 		if (atomic_load(&s->done_gen) != gen) {
 			done_unlink(t, s);
-		} else if (slot_try_evict_gen(t, s, false, gen)) {
+		} else if (!slot_before_locked(t, s, id, span) &&
+			   slot_try_evict_gen(t, s, false, gen)) {
 			done_unlink(t, s);
 			got = s;
 			break;
@@ -652,7 +660,7 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *
 static struct chunk_ref *victim_take(struct ram_tier *t, const struct chunk_id *id, bool ahead,
 				     bool epoch)
 {
-	struct chunk_ref *s = done_evict(t);
+	struct chunk_ref *s = done_evict(t, id, before_span(ahead));
 
 	if (epoch)
 		return s;

@@ -1230,3 +1230,33 @@ Test(ram_tier, a_read_ahead_spares_the_two_chunks_before_it)
 	cr_expect_eq(ram_tier_contains(t, &c0), 0);
 	ram_tier_free(t);
 }
+
+/* Chunks read through this epoch go first, the latest first, but not the
+ * ones just before the chunk being filled in its object: the read that
+ * ended at a chunk's end marked it, and the kernel's read-ahead requests,
+ * served out of order, may still ask for its earlier pages.  A read-ahead
+ * of chunk 2 takes another object's chunk read through, not chunk 0. */
+Test(ram_tier, chunks_read_through_just_before_a_fill_are_not_its_victims)
+{
+	enum { BIG = 64 * 1024 };
+	struct ram_tier *t = ram_tier_new(3 * BIG, BIG, EVICT_LRU);
+	struct counter c = { 0 };
+	struct chunk_id other = { "other", "e", 0 }, c0 = { "obj", "e", 0 },
+			c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 };
+	struct chunk_ref *ref;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(tier_get(t, &other, BIG, fill, &c, &ref), TFS_OK);
+	ram_tier_read_done(ref);
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &ref), TFS_OK);
+	ram_tier_read_done(ref);   /* the latest read through */
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_ahead(t, &c2, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &c0) > 0, "the read-ahead of chunk 2 took chunk 0");
+	cr_expect_eq(ram_tier_contains(t, &other), 0);
+	ram_tier_free(t);
+}
