@@ -33,13 +33,12 @@ static struct {
 } gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, "", false, false, false };
 
 /* The refusal: a fetch ahead's lookup of chunk 0 of refuse.key finds no
- * room (TFS_AGAIN, as a full RAM tier answers), every time. */
+ * room (TFS_AGAIN, as a full RAM tier answers), every time.  Under the
+ * gate's lock, signalled on its condition (gate_wait). */
 static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	char key[64];             /* "" = refuse nothing */
 	bool refused;             /* a lookup was refused */
-} refuse = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, "", false };
+} refuse = { "", false };
 
 int __real_ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect_len,
 			   enum ram_mode mode, struct chunk_ref **out);
@@ -51,13 +50,13 @@ int __wrap_ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t
 	int rc;
 
 	if ((mode == RAM_AHEAD || mode == RAM_AHEAD_EPOCH) && id->index == 0) {
-		pthread_mutex_lock(&refuse.lock);
+		pthread_mutex_lock(&gate.lock);
 		hold = refuse.key[0] && strcmp(refuse.key, id->key) == 0;
 		if (hold) {
 			refuse.refused = true;
-			pthread_cond_broadcast(&refuse.cond);
+			pthread_cond_broadcast(&gate.cond);
 		}
-		pthread_mutex_unlock(&refuse.lock);
+		pthread_mutex_unlock(&gate.lock);
 		if (hold) {
 			*out = NULL;
 			return TFS_AGAIN;
@@ -152,6 +151,40 @@ static void read_file(uint64_t dir, const char *name, size_t len, unsigned seed)
 	fs_release(fs, f);
 }
 
+/* A mount of the store's ds/ with a scan's fetchers and no SSD tier, ds
+ * listed as a loader lists it; its inode. */
+static uint64_t mount_listed(void)
+{
+	const struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = 600000,
+		.chunk_size = CS, .ram_bytes = 256 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555, .read_ahead_mem = 128 * CS,
+		.scan_threads = 4,
+	};
+	struct fs_dir *d;
+	uint64_t dir;
+
+	fs = fs_new(&c);
+	cr_assert_not_null(fs);
+	dir = lookup(FS_ROOT_INO, "ds");
+	cr_assert_eq(fs_opendir(fs, dir, &d), TFS_OK);
+	fs_releasedir(fs, d);
+	return dir;
+}
+
+/* Wait for every fetcher to be done (a bound on a hang, not a speed). */
+static void fetchers_settle(void)
+{
+	uint64_t t0 = clock_mono_us();
+	struct fs_stats st;
+
+	do {
+		usleep(10000);
+		fs_stats(fs, &st);
+	} while (st.scan_busy && clock_mono_us() - t0 < 60000000);
+	cr_assert_eq(st.scan_busy, 0, "fetchers still at work after 60 s");
+}
+
 /* The race: a scan's fetcher takes a file nobody has opened, and before
  * it claims the file's RAM slot the job opens the file, reads it whole
  * (one GET, its own), and RAM evicts it.  The fetcher then finds no copy
@@ -161,18 +194,11 @@ Test(scan_fetch, a_file_its_reader_read_while_the_fetch_waited_is_not_fetched_ag
      .timeout = 180)
 {
 	enum { N = 64 };
-	struct fs_config c = {
-		.store = &store->base, .prefix = "", .metadata_ttl_ms = 600000,
-		.chunk_size = CS, .ram_bytes = 256 * CS, .uid = 1, .gid = 2,
-		.file_mode = 0444, .dir_mode = 0555, .read_ahead_mem = 128 * CS,
-		.scan_threads = 4,
-	};
 	unsigned order[N], target;
 	char name[32];
 	struct fs_object o;
 	struct fs_evicted ev = { 0 };
-	struct fs_stats st;
-	uint64_t dir, t0;
+	uint64_t dir;
 
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "ds/s%03u", i);
@@ -181,15 +207,7 @@ Test(scan_fetch, a_file_its_reader_read_while_the_fetch_waited_is_not_fetched_ag
 	}
 	target = order[N - 1];               /* the job's last: the scan takes it */
 	snprintf(gate.key, sizeof(gate.key), "ds/s%03u", target);
-	fs = fs_new(&c);
-	cr_assert_not_null(fs);
-	dir = lookup(FS_ROOT_INO, "ds");
-	{
-		struct fs_dir *d;
-
-		cr_assert_eq(fs_opendir(fs, dir, &d), TFS_OK);   /* the loader lists it */
-		fs_releasedir(fs, d);
-	}
+	dir = mount_listed();
 	for (unsigned k = 0; k < SCAN_TRIGGER; k++) {
 		snprintf(name, sizeof(name), "s%03u", order[k]);
 		read_file(dir, name, 1000 + order[k], 100 + order[k]);
@@ -207,13 +225,7 @@ Test(scan_fetch, a_file_its_reader_read_while_the_fetch_waited_is_not_fetched_ag
 
 	gate_open();
 	cr_assert(gate_wait(&gate.passed, 60));
-	/* every fetcher done (bounded wait: the state, not a time) */
-	t0 = clock_mono_us();
-	do {
-		usleep(10000);
-		fs_stats(fs, &st);
-	} while (st.scan_busy && clock_mono_us() - t0 < 60000000);
-	cr_assert_eq(st.scan_busy, 0, "fetchers still at work after 60 s");
+	fetchers_settle();
 	cr_expect_eq(fake_objstore_gets(store, gate.key), 1,
 		     "%s fetched again after its reader read it (%u GETs)", gate.key,
 		     fake_objstore_gets(store, gate.key));
@@ -231,64 +243,31 @@ Test(scan_fetch, a_file_its_reader_read_while_the_fetch_waited_is_not_fetched_ag
 Test(scan_fetch, a_file_whose_first_chunk_finds_no_room_is_not_fetched_past_it, .timeout = 180)
 {
 	enum { N = 40 };
-	struct fs_config c = {
-		.store = &store->base, .prefix = "", .metadata_ttl_ms = 600000,
-		.chunk_size = CS, .ram_bytes = 256 * CS, .uid = 1, .gid = 2,
-		.file_mode = 0444, .dir_mode = 0555, .read_ahead_mem = 128 * CS,
-		.scan_threads = 4,
-	};
 	char name[32];
-	struct fs_stats st;
-	uint64_t dir, t0;
-	bool refused;
+	uint64_t dir;
 
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "ds/s%03u", i);
 		fake_objstore_put_pattern(store, name, 1000 + i, 100 + i);
 	}
 	fake_objstore_put_pattern(store, "ds/big", 3 * CS, 7);   /* listed first */
-	pthread_mutex_lock(&refuse.lock);
+	pthread_mutex_lock(&gate.lock);
 	snprintf(refuse.key, sizeof(refuse.key), "ds/big");
-	pthread_mutex_unlock(&refuse.lock);
-	fs = fs_new(&c);
-	cr_assert_not_null(fs);
-	dir = lookup(FS_ROOT_INO, "ds");
-	{
-		struct fs_dir *d;
-
-		cr_assert_eq(fs_opendir(fs, dir, &d), TFS_OK);
-		fs_releasedir(fs, d);
-	}
+	pthread_mutex_unlock(&gate.lock);
+	dir = mount_listed();
 	for (unsigned k = 0; k < SCAN_TRIGGER; k++) {   /* a shuffled job: the scan starts */
 		unsigned i = (k * 7 + 3) % N;
 
 		snprintf(name, sizeof(name), "s%03u", i);
 		read_file(dir, name, 1000 + i, 100 + i);
 	}
-	{
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 60;
-		pthread_mutex_lock(&refuse.lock);
-		while (!refuse.refused)
-			if (pthread_cond_timedwait(&refuse.cond, &refuse.lock, &until) != 0)
-				break;
-		refused = refuse.refused;
-		pthread_mutex_unlock(&refuse.lock);
-	}
-	cr_assert(refused, "the scan never tried ds/big");
-	t0 = clock_mono_us();
-	do {
-		usleep(10000);
-		fs_stats(fs, &st);
-	} while (st.scan_busy && clock_mono_us() - t0 < 60000000);
-	cr_assert_eq(st.scan_busy, 0, "fetchers still at work after 60 s");
+	cr_assert(gate_wait(&refuse.refused, 60), "the scan never tried ds/big");
+	fetchers_settle();
 	cr_expect_eq(fake_objstore_gets(store, "ds/big"), 0,
 		     "chunks after the one with no room were fetched (%u GETs)",
 		     fake_objstore_gets(store, "ds/big"));
-	pthread_mutex_lock(&refuse.lock);
+	pthread_mutex_lock(&gate.lock);
 	refuse.key[0] = '\0';
-	pthread_mutex_unlock(&refuse.lock);
+	pthread_mutex_unlock(&gate.lock);
 	read_file(dir, "big", 3 * CS, 7);
 }
