@@ -822,19 +822,29 @@ Test(evict, weights_are_summed_and_checked)
 	}
 }
 
-/* A candidate heavier than the whole window, seen as often as main's
- * victim, is not admitted: it would push a key of main out without a
- * duel won. */
-Test(tinylfu, a_heavy_candidate_duels_for_itself)
+/* A W-TinyLFU tier of weight 10000 (a window of 100) full with keys
+ * 1-10 of weight 1000, each seen once: all in main. */
+static struct evict_policy *ten_heavy_keys(void)
 {
 	struct evict_policy *p = evict_policy_new(EVICT_TINYLFU, 1000);
-	uint64_t v;
 
+	cr_assert(p);
 	evict_policy_set_weight_capacity(p, 10000);   /* window: 100 */
 	for (uint64_t k = 1; k <= 10; k++) {
 		evict_policy_access(p, k);
 		evict_policy_insert_weighted(p, k, 1000);
 	}
+	return p;
+}
+
+/* A candidate heavier than the whole window, seen as often as main's
+ * victim, is not admitted: it would push a key of main out without a
+ * duel won. */
+Test(tinylfu, a_heavy_candidate_duels_for_itself)
+{
+	struct evict_policy *p = ten_heavy_keys();
+	uint64_t v;
+
 	cr_assert_eq(evict_policy_weight(p), 10000);
 	evict_policy_access(p, 99);
 	cr_assert(evict_policy_victim_for(p, 1000, NULL, NULL, &v));
@@ -849,5 +859,24 @@ Test(tinylfu, a_heavy_candidate_duels_for_itself)
 	for (int i = 0; i < 4; i++)
 		evict_policy_access(p, 99);
 	cr_assert(evict_policy_admit_for(p, 99, 1000, v), "a frequent heavy key is admitted");
+	evict_policy_free(p);
+}
+
+/* A key lighter than main's victim, entering a window with room, takes
+ * the victim only by winning the duel: otherwise a small file seen once
+ * evicts a whole large chunk, which its next epoch would have hit. */
+Test(tinylfu, a_light_key_does_not_take_a_heavier_victim_for_free)
+{
+	struct evict_policy *p = ten_heavy_keys();
+	uint64_t v;
+
+	evict_policy_access(p, 99);
+	cr_assert(evict_policy_victim_for(p, 10, NULL, NULL, &v));
+	cr_assert(evict_policy_contains(p, v));
+	cr_assert_not(evict_policy_admit_for(p, 99, 10, v),
+		      "a light key seen once displaced a heavier key of main");
+	for (int i = 0; i < 4; i++)
+		evict_policy_access(p, 99);
+	cr_assert(evict_policy_admit_for(p, 99, 10, v), "a frequent light key is admitted");
 	evict_policy_free(p);
 }
