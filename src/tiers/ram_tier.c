@@ -632,9 +632,10 @@ static bool slot_before_locked(struct ram_tier *t, const struct chunk_ref *s,
  * bound, the older ones lost their protection while still to be read,
  * and were evicted by the newer: fetched twice).  NULL when there is
  * none.  At most three turns of the hand.  evict_lock held. */
-static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *id, bool ahead)
+static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *id, bool ahead,
+				     bool trim)
 {
-	for (int pass = 0; pass < (ahead ? 1 : 3); pass++) {
+	for (int pass = 0; pass < (ahead ? 1 : trim ? 2 : 3); pass++) {
 		for (size_t step = 0; step < t->n_slots; step++) {
 			struct chunk_ref *c = &t->slots[t->hand];
 
@@ -656,9 +657,12 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *
 
 /* One slot evicted (the latest read through this epoch, else the
  * policy's victim, else any evictable one; for an epoch's fetch ahead,
- * only the first), or NULL.  evict_lock held. */
+ * only the first), or NULL.  To trim buffers to the capacity (trim), not
+ * the sweep's last resort: the slot is had, and the chunk its reader is
+ * finishing stays over the capacity rather than being fetched again.
+ * evict_lock held. */
 static struct chunk_ref *victim_take(struct ram_tier *t, const struct chunk_id *id, bool ahead,
-				     bool epoch)
+				     bool epoch, bool trim)
 {
 	struct chunk_ref *s = done_evict(t, id, before_span(ahead));
 
@@ -666,7 +670,7 @@ static struct chunk_ref *victim_take(struct ram_tier *t, const struct chunk_id *
 		return s;
 	if (!s)
 		s = policy_evict(t, id, ahead);
-	return s ? s : sweep_evict(t, id, ahead);
+	return s ? s : sweep_evict(t, id, ahead, trim);
 }
 
 /* Would slot s, given a buffer of size bytes, keep its own? */
@@ -680,8 +684,9 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
  * more victims, their buffers freed, until the buffers fit the capacity
  * with this one's.  NULL when every slot is pinned or filling; with
  * nothing more to evict the buffers may exceed the capacity by the fills
- * in flight, except for an epoch's fetch ahead (epoch), which gets NULL
- * instead.  An epoch's fetch ahead also gets NULL when the fills ahead not
+ * in flight and the chunks just before them (victim_take's trim), except
+ * for an epoch's fetch ahead (epoch), which gets NULL instead.  An
+ * epoch's fetch ahead also gets NULL when the fills ahead not
  * read yet, this one included, would leave less of the tier than a
  * reader's next two chunks (the one it reads and the one read ahead of
  * it), as large as the largest a reader has missed on: that reader's
@@ -710,12 +715,12 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 		t->free_top = s->fnext;
 		s->fnext = NULL;
 	} else {
-		s = victim_take(t, id, ahead, epoch);
+		s = victim_take(t, id, ahead, epoch, false);
 	}
 	if (s && !buf_fits(s, size)) {
 		slot_buf_drop(t, s);
 		while (atomic_load(&t->mem) + size > t->capacity) {
-			struct chunk_ref *v = victim_take(t, id, ahead, epoch);
+			struct chunk_ref *v = victim_take(t, id, ahead, epoch, true);
 
 			if (!v)
 				break;

@@ -1260,3 +1260,35 @@ Test(ram_tier, chunks_read_through_just_before_a_fill_are_not_its_victims)
 	cr_expect_eq(ram_tier_contains(t, &other), 0);
 	ram_tier_free(t);
 }
+
+/* Buffers trimmed to the capacity for a reader's fill never take the
+ * chunk just before it: the fill has its slot, and the tier runs over by
+ * that chunk rather than evict what its reader is finishing (its last
+ * pages, asked for out of order, fetched it again, and the second miss
+ * counted twice in the SSD policy).  The next fill elsewhere trims back. */
+Test(ram_tier, trimming_for_a_fill_spares_the_chunk_before_it)
+{
+	enum { BIG = 128 * 1024 };
+	struct ram_tier *t = ram_tier_new(2 * BIG, BIG, EVICT_LRU);   /* 4 slots */
+	struct counter c = { 0 };
+	struct chunk_id c0 = { "obj", "e", 0 }, c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 },
+			x = { "x", "e", 0 };
+	struct chunk_ref *held, *ref;
+	struct tier_stats st;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &held), TFS_OK);   /* still read */
+	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_assert_eq(tier_get(t, &c2, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	cr_expect(ram_tier_contains(t, &c1) > 0, "the fill of chunk 2 trimmed chunk 1 away");
+	chunk_ref_put(held);
+	cr_assert_eq(tier_get(t, &x, BIG, fill, &c, &ref), TFS_OK);
+	chunk_ref_put(ref);
+	ram_tier_stats(t, &st);
+	cr_expect_leq(st.bytes_used, st.capacity, "%llu bytes in a tier of %llu",
+		      (unsigned long long)st.bytes_used, (unsigned long long)st.capacity);
+	cr_expect_eq(c.fills, 4);
+	ram_tier_free(t);
+}
