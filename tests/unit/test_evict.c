@@ -880,3 +880,39 @@ Test(tinylfu, a_light_key_does_not_take_a_heavier_victim_for_free)
 	cr_assert(evict_policy_admit_for(p, 99, 10, v), "a frequent light key is admitted");
 	evict_policy_free(p);
 }
+
+/* The simulator's shifting hot set (nine accesses in ten within a tenth
+ * of the keys, the tenth moving on by half itself every n accesses) over
+ * n keys of weight w in a tier of a quarter of them, ten rounds of n,
+ * after a fifth of warm-up: the hits' share. */
+static double weighted_shifting_hits(enum evict_kind kind, size_t n, uint64_t w)
+{
+	struct evict_policy *p = evict_policy_new(kind, n / 4);
+	size_t hot = n / 10, len = n * 10, hits = 0;
+	uint64_t seed = 3;
+
+	cr_assert(p);
+	evict_policy_set_weight_capacity(p, n / 4 * w);
+	for (size_t i = 0; i < len; i++) {
+		size_t start = i / n * (hot / 2);
+		uint64_t r = xorshift64s_next(&seed);
+		size_t key = r % 10 < 9 ? (start + (r >> 8) % hot) % n : (r >> 8) % n;
+
+		if (wcache_get(p, n / 4 * w, 1000 + key, w) && i >= len / 5)
+			hits++;
+	}
+	cr_assert(evict_policy_check(p));
+	evict_policy_free(p);
+	return (double)hits / (double)(len - len / 5);
+}
+
+/* In a weighted tier of 128 keys the window's step is a fraction of a
+ * key by its share of the weight: the window must still grow by keys to
+ * follow a hot set that moves (without the floor: 15 points behind). */
+Test(tinylfu, a_small_weighted_tier_follows_a_shifting_hot_set)
+{
+	double tlfu = weighted_shifting_hits(EVICT_TINYLFU, 512, 16);
+	double lru = weighted_shifting_hits(EVICT_LRU, 512, 16);
+
+	cr_assert_geq(tlfu, lru - 0.04, "tinylfu %.4f, lru %.4f", tlfu, lru);
+}
