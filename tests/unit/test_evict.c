@@ -916,3 +916,15 @@ Test(tinylfu, a_small_weighted_tier_follows_a_shifting_hot_set)
 
 	cr_assert_geq(tlfu, lru - 0.04, "tinylfu %.4f, lru %.4f", tlfu, lru);
 }
+
+/* At the simulator's scale (10,000 keys) a weighted tier follows the
+ * shifting hot set within 2 points of LRU, as the unweighted policy does:
+ * what a shrinking window hands to main goes to probation's head (at its
+ * tail, 2.4 points behind). */
+Test(tinylfu, a_weighted_tier_follows_a_shifting_hot_set_within_two_points)
+{
+	double tlfu = weighted_shifting_hits(EVICT_TINYLFU, 10000, 16);
+	double lru = weighted_shifting_hits(EVICT_LRU, 10000, 16);
+
+	cr_assert_geq(tlfu, lru - 0.02, "tinylfu %.4f, lru %.4f", tlfu, lru);
+}
