@@ -266,26 +266,15 @@ static void resize_window(struct evict_policy *p, uint64_t cap)
  * the same share of the weight capacity (keys / WEIGHTED_STEP_DIV of it):
  * counted in mean keys, a tier of a hundred keys moved its window by 2%
  * of its bytes on each rejected key that came back an epoch later, and
- * the window grew through main's stable set.  But in a tier of a few
- * hundred keys that share is a fraction of one key, and a window that
- * cannot grow by a key never holds one more: so at least half a mean
- * key per key's worth, within the initial window (1% of the weight).
- * The shifting hot set over 512 keys of one weight, a quarter of them
- * held: 73.0% hits against LRU's 87.9%, 84.8% with the floor; epochs of
- * mixed sizes through the daemon were unchanged (0.75 x N at N = 4 x C). */
+ * the window grew through main's stable set. */
 #define WEIGHTED_STEP_DIV 2500
 static uint64_t window_step(const struct evict_policy *p, unsigned keys)
 {
-	uint64_t step, floor;
+	uint64_t step;
 
 	if (!p->weighted)
 		return keys;
 	step = p->wcap * keys / WEIGHTED_STEP_DIV;
-	floor = p->size ? p->weight / p->size * keys / 2 : 0;
-	if (floor > p->wcap / 100)
-		floor = p->wcap / 100;
-	if (step < floor)
-		step = floor;
 	return step ? step : 1;
 }
 

@@ -906,17 +906,6 @@ static double weighted_shifting_hits(enum evict_kind kind, size_t n, uint64_t w)
 	return (double)hits / (double)(len - len / 5);
 }
 
-/* In a weighted tier of 128 keys the window's step is a fraction of a
- * key by its share of the weight: the window must still grow by keys to
- * follow a hot set that moves (without the floor: 15 points behind). */
-Test(tinylfu, a_small_weighted_tier_follows_a_shifting_hot_set)
-{
-	double tlfu = weighted_shifting_hits(EVICT_TINYLFU, 512, 16);
-	double lru = weighted_shifting_hits(EVICT_LRU, 512, 16);
-
-	cr_assert_geq(tlfu, lru - 0.04, "tinylfu %.4f, lru %.4f", tlfu, lru);
-}
-
 /* At the simulator's scale (10,000 keys) a weighted tier follows the
  * shifting hot set within 2 points of LRU, as the unweighted policy does:
  * what a shrinking window hands to main goes to probation's head (at its
