@@ -659,8 +659,8 @@ static struct chunk_ref *sweep_evict(struct ram_tier *t, const struct chunk_id *
  * policy's victim, else any evictable one; for an epoch's fetch ahead,
  * only the first), or NULL.  To trim buffers to the capacity (trim), not
  * the sweep's last resort: the slot is had, and the chunk its reader is
- * finishing stays over the capacity rather than being fetched again.
- * evict_lock held. */
+ * finishing (and read-ahead still protected) stays over the capacity
+ * rather than being fetched again.  evict_lock held. */
 static struct chunk_ref *victim_take(struct ram_tier *t, const struct chunk_id *id, bool ahead,
 				     bool epoch, bool trim)
 {
