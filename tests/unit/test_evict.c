@@ -837,6 +837,18 @@ static struct evict_policy *ten_heavy_keys(void)
 	return p;
 }
 
+/* key (of weight w), seen once, may not displace main's victim v;
+ * seen four times more, it may. */
+static void duel_lost_then_won(struct evict_policy *p, uint64_t key, uint64_t w, uint64_t v,
+			       const char *what)
+{
+	cr_assert_not(evict_policy_admit_for(p, key, w, v), "a %s key seen once displaced a key of main",
+		      what);
+	for (int i = 0; i < 4; i++)
+		evict_policy_access(p, key);
+	cr_assert(evict_policy_admit_for(p, key, w, v), "a frequent %s key is admitted", what);
+}
+
 /* A candidate heavier than the whole window, seen as often as main's
  * victim, is not admitted: it would push a key of main out without a
  * duel won. */
@@ -854,11 +866,7 @@ Test(tinylfu, a_heavy_candidate_duels_for_itself)
 	}
 	evict_policy_remove(p, 10);                   /* the window empty */
 	cr_assert(evict_policy_victim_for(p, 1000, NULL, NULL, &v));
-	cr_assert_not(evict_policy_admit_for(p, 99, 1000, v),
-		      "a one-off heavy key displaced a key of main");
-	for (int i = 0; i < 4; i++)
-		evict_policy_access(p, 99);
-	cr_assert(evict_policy_admit_for(p, 99, 1000, v), "a frequent heavy key is admitted");
+	duel_lost_then_won(p, 99, 1000, v, "heavy");
 	evict_policy_free(p);
 }
 
@@ -873,11 +881,7 @@ Test(tinylfu, a_light_key_does_not_take_a_heavier_victim_for_free)
 	evict_policy_access(p, 99);
 	cr_assert(evict_policy_victim_for(p, 10, NULL, NULL, &v));
 	cr_assert(evict_policy_contains(p, v));
-	cr_assert_not(evict_policy_admit_for(p, 99, 10, v),
-		      "a light key seen once displaced a heavier key of main");
-	for (int i = 0; i < 4; i++)
-		evict_policy_access(p, 99);
-	cr_assert(evict_policy_admit_for(p, 99, 10, v), "a frequent light key is admitted");
+	duel_lost_then_won(p, 99, 10, v, "light");
 	evict_policy_free(p);
 }
 

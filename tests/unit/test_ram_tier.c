@@ -1197,6 +1197,31 @@ Test(ram_tier, small_reads_leave_an_epochs_fetch_ahead_most_of_the_tier)
 	ram_tier_free(t);
 }
 
+/* A reader's get of chunk id, expected len bytes long, put at once
+ * (marked read through first when done). */
+static void get_len(struct ram_tier *t, struct counter *c, const struct chunk_id *id, size_t len,
+		    bool done)
+{
+	struct chunk_ref *r;
+
+	cr_assert_eq(tier_get(t, id, len, fill, c, &r), TFS_OK);
+	if (done)
+		ram_tier_read_done(r);
+	chunk_ref_put(r);
+}
+
+/* A read-ahead of chunk id, expected len bytes long: its result (the
+ * reference put at once). */
+static int ahead_len(struct ram_tier *t, struct counter *c, const struct chunk_id *id, size_t len)
+{
+	struct chunk_ref *r = NULL;
+	int rc = tier_ahead(t, id, len, fill, c, &r);
+
+	if (r)
+		chunk_ref_put(r);
+	return rc;
+}
+
 /* A read-ahead of chunk c + 2 of an object does not evict chunk c: its
  * reader (or the kernel's read-ahead for it, whose requests come out of
  * order) may still ask for c's last pages; taken, c was fetched again.  A
@@ -1208,24 +1233,17 @@ Test(ram_tier, a_read_ahead_spares_the_two_chunks_before_it)
 	struct ram_tier *t = ram_tier_new(2 * BIG, BIG, EVICT_LRU);
 	struct counter c = { 0 };
 	struct chunk_id c0 = { "obj", "e", 0 }, c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 };
-	struct chunk_ref *ref;
 
 	cr_assert_not_null(t);
-	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_ahead(t, &c1, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);   /* consumed */
-	chunk_ref_put(ref);
-	cr_expect_eq(tier_ahead(t, &c2, BIG, fill, &c, &ref), TFS_AGAIN,
+	get_len(t, &c, &c0, BIG, false);
+	cr_assert_eq(ahead_len(t, &c, &c1, BIG), TFS_OK);
+	get_len(t, &c, &c1, BIG, false);   /* consumed */
+	cr_expect_eq(ahead_len(t, &c, &c2, BIG), TFS_AGAIN,
 		     "the read-ahead of chunk 2 evicted chunk 0 or 1");
-	if (ref)
-		chunk_ref_put(ref);
 	cr_expect(ram_tier_contains(t, &c0) > 0);
 	/* a reader's own miss on chunk 2 may take chunk 0 (chunk 1 is the
 	 * one before it) */
-	cr_assert_eq(tier_get(t, &c2, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
+	get_len(t, &c, &c2, BIG, false);
 	cr_expect(ram_tier_contains(t, &c1) > 0, "the reader's miss took the chunk before it");
 	cr_expect_eq(ram_tier_contains(t, &c0), 0);
 	ram_tier_free(t);
@@ -1243,19 +1261,12 @@ Test(ram_tier, chunks_read_through_just_before_a_fill_are_not_its_victims)
 	struct counter c = { 0 };
 	struct chunk_id other = { "other", "e", 0 }, c0 = { "obj", "e", 0 },
 			c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 };
-	struct chunk_ref *ref;
 
 	cr_assert_not_null(t);
-	cr_assert_eq(tier_get(t, &other, BIG, fill, &c, &ref), TFS_OK);
-	ram_tier_read_done(ref);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &ref), TFS_OK);
-	ram_tier_read_done(ref);   /* the latest read through */
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_ahead(t, &c2, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
+	get_len(t, &c, &other, BIG, true);
+	get_len(t, &c, &c0, BIG, true);   /* the latest read through */
+	get_len(t, &c, &c1, BIG, false);
+	cr_assert_eq(ahead_len(t, &c, &c2, BIG), TFS_OK);
 	cr_expect(ram_tier_contains(t, &c0) > 0, "the read-ahead of chunk 2 took chunk 0");
 	cr_expect_eq(ram_tier_contains(t, &other), 0);
 	ram_tier_free(t);
@@ -1273,19 +1284,16 @@ Test(ram_tier, trimming_for_a_fill_spares_the_chunk_before_it)
 	struct counter c = { 0 };
 	struct chunk_id c0 = { "obj", "e", 0 }, c1 = { "obj", "e", 1 }, c2 = { "obj", "e", 2 },
 			x = { "x", "e", 0 };
-	struct chunk_ref *held, *ref;
+	struct chunk_ref *held;
 	struct tier_stats st;
 
 	cr_assert_not_null(t);
 	cr_assert_eq(tier_get(t, &c0, BIG, fill, &c, &held), TFS_OK);   /* still read */
-	cr_assert_eq(tier_get(t, &c1, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_get(t, &c2, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
+	get_len(t, &c, &c1, BIG, false);
+	get_len(t, &c, &c2, BIG, false);
 	cr_expect(ram_tier_contains(t, &c1) > 0, "the fill of chunk 2 trimmed chunk 1 away");
 	chunk_ref_put(held);
-	cr_assert_eq(tier_get(t, &x, BIG, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
+	get_len(t, &c, &x, BIG, false);
 	ram_tier_stats(t, &st);
 	cr_expect_leq(st.bytes_used, st.capacity, "%llu bytes in a tier of %llu",
 		      (unsigned long long)st.bytes_used, (unsigned long long)st.capacity);
