@@ -25,16 +25,18 @@ uint64_t ra_file_on_read(struct ra_file *r, uint64_t chunk_size, uint64_t window
 	if (len == 0 || size == 0 || chunk_size == 0)
 		return 0;
 	if (!r->started || off + slack < r->next_off || off > r->next_off + slack) {
+		r->seeked = r->seeked || r->started;
 		ra_file_restart(r, end, (end - 1) / chunk_size);
 		r->run_start = off;
+		r->run_bytes = len;
 		return 0;
 	}
 	if (end <= r->next_off)
 		return 0;                   /* behind the stream's end: nothing new */
 	r->streak++;
+	r->run_bytes += end - (off > r->next_off ? off : r->next_off);
 	r->next_off = end;
-	if (r->streak < RA_FILE_STREAK ||
-	    (r->run_start != 0 && r->next_off - r->run_start < chunk_size))
+	if (r->streak < RA_FILE_STREAK || (r->run_start != 0 && r->run_bytes < chunk_size))
 		return 0;
 	cur = (r->next_off - 1) / chunk_size;
 	if (r->window == 0)
@@ -54,6 +56,11 @@ uint64_t ra_file_on_read(struct ra_file *r, uint64_t chunk_size, uint64_t window
 	r->frontier = want + 1;
 	*first = from;
 	return want - from + 1;
+}
+
+bool ra_file_random(const struct ra_file *r, uint64_t chunk_size)
+{
+	return r->seeked && r->run_start != 0 && r->run_bytes < chunk_size;
 }
 
 void ra_file_unissue(struct ra_file *r, uint64_t chunk)

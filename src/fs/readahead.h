@@ -7,7 +7,8 @@
  * chunk (three reads in a row: a random reader rarely makes two), once
  * the stream began at the start of the file or has read a chunk's worth
  * (the kernel turns one random read into a short sequential burst of
- * FUSE reads: that burst must not read a whole chunk ahead); each
+ * FUSE reads: that burst must not read a whole chunk ahead; nor may
+ * random reads that happen to land a little ahead of each other); each
  * chunk the reader enters doubles it, up to window_max; a read anywhere
  * else (a seek) resets the stream, so a random reader never reads ahead.
  * "Near" is RA_SEQ_SLACK chunks either way: the kernel's own readahead
@@ -46,6 +47,9 @@ struct ra_file {
 	uint64_t cur_chunk;   /* the chunk that read was in */
 	uint64_t frontier;    /* first chunk not issued */
 	uint64_t window;      /* bytes to keep issued beyond the reader */
+	uint64_t run_bytes;   /* bytes the stream's reads covered (not the
+			       * gaps a forward jump within the slack leaves) */
+	bool seeked;          /* a read has restarted a stream */
 };
 
 struct ra_dir {
@@ -62,6 +66,13 @@ void ra_file_init(struct ra_file *r);
  * 0 = off).  Returns how many chunks to issue, from chunk *first. */
 uint64_t ra_file_on_read(struct ra_file *r, uint64_t chunk_size, uint64_t window_max,
 			 uint64_t off, uint64_t len, uint64_t size, uint64_t *first);
+
+/* Is the reader random, as of its last read?  It has seeked, and the
+ * stream it is in began away from the file's start and its reads have
+ * not covered a chunk's worth yet: what read-ahead also holds back for.  The file's
+ * first stream is not: the kernel can deliver a sequential reader's
+ * first requests out of order. */
+bool ra_file_random(const struct ra_file *r, uint64_t chunk_size);
 
 /* Chunks from `chunk` on were not issued after all (no room): let a later
  * read issue them. */

@@ -212,3 +212,33 @@ Test(readahead, short_burst_mid_file_reads_nothing_ahead)
 		total += rd(&r, off, 10, &first);
 	cr_expect_gt(total, 0);
 }
+
+/* A reader is random once it has seeked, while the stream it is in began
+ * away from the file's start and has covered less than a chunk: reads
+ * that land a little ahead of each other (within the slack) do not add
+ * up to a chunk, and read nothing ahead. */
+Test(readahead, a_seeking_reader_is_random_until_it_reads_a_chunk)
+{
+	struct ra_file r;
+	uint64_t first, off = 500 * CS;
+
+	ra_file_init(&r);
+	cr_assert_eq(rd(&r, 7 * CS, 10, &first), 0);
+	cr_assert(!ra_file_random(&r, CS), "a file's first stream is not random");
+	cr_assert_eq(rd(&r, off, 10, &first), 0);
+	cr_assert(ra_file_random(&r, CS), "a seek makes the reader random");
+	/* jumps of two chunks, each within the slack: 10 bytes a read, less
+	 * than a chunk in all */
+	for (int i = 0; i < 8; i++) {
+		off += 2 * CS;
+		cr_assert_eq(rd(&r, off, 10, &first), 0, "jump %d read ahead", i);
+		cr_assert(ra_file_random(&r, CS), "jump %d: no longer random", i);
+	}
+	/* reading on from there, a chunk's worth makes it sequential */
+	for (uint64_t o = off + 10; o < off + 2 * CS; o += 10)
+		(void)rd(&r, o, 10, &first);
+	cr_assert(!ra_file_random(&r, CS), "a chunk read in a row is not random");
+	/* a seek back to the start of the file is a sequential start */
+	cr_assert_eq(rd(&r, 0, 10, &first), 0);
+	cr_assert(!ra_file_random(&r, CS));
+}
