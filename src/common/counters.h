@@ -148,6 +148,24 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  NULL, "Bytes fetched from the store.", NULL, cc.store_bytes) \
 	X(STORE_ERRORS, "store", "errors", TFS_CK_COUNT, TFS_CU_COUNT, "store_errors_total", NULL, \
 	  "Chunk fetches that failed.", NULL, cc.store_errors) \
+	X(PART_BYTES, "random", "bytes", TFS_CK_STATE, TFS_CU_BYTES, "random_held_bytes", NULL, \
+	  "Bytes of blocks kept for random readers, of chunks not whole yet.", "random held", \
+	  cc.part.bytes) \
+	X(PART_CAP, "random", "capacity", TFS_CK_STATE, TFS_CU_BYTES, "random_capacity_bytes", NULL, \
+	  "The most those blocks may hold (0: random reads fetch whole chunks).", NULL, \
+	  cc.part.cap) \
+	X(PART_READS, "random", "reads", TFS_CK_COUNT, TFS_CU_COUNT, "random_reads_total", NULL, \
+	  "Random reads that missed both tiers, served by their blocks alone.", "random reads", \
+	  cc.part.reads) \
+	X(PART_BLOCK_HITS, "random", "block_hits", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "random_block_hits_total", NULL, "Of those, reads whose blocks were all kept already.", \
+	  NULL, cc.part.block_hits) \
+	X(PART_COMPLETED, "random", "completed", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "random_completed_total", NULL, \
+	  "Chunks read at random whose rest was fetched: whole in RAM, then on SSD.", NULL, \
+	  cc.part.completed) \
+	X(PART_DROPPED, "random", "dropped", TFS_CK_COUNT, TFS_CU_COUNT, "random_dropped_total", \
+	  NULL, "Chunks whose kept blocks were let go for room.", NULL, cc.part.dropped) \
 	X(PT_ON, "passthrough", "on", TFS_CK_STATE, TFS_CU_BOOL, "passthrough_on", NULL, \
 	  "1 when the kernel reads files wholly on SSD itself (FUSE passthrough).", \
 	  "passthrough", fst.passthrough) \

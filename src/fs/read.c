@@ -89,23 +89,31 @@ static void ra_file_forget(struct tfs_fs *fs, struct fs_file *f, const struct ra
 		chunk_cache_ahead_forget(fs->cache, &o, ra->cur_chunk + 1, ra->frontier);
 }
 
-static void ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
+/* f's stream takes a read of [off, off + len); returns whether its reader
+ * reads at random (ra_file_random).  Read-ahead, when the mount reads
+ * ahead, is issued as the stream says. */
+static bool ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
 {
-	uint64_t first, n, done;
+	uint64_t first, n, done = 0;
 	struct ra_file before;
+	bool random;
 
 	pthread_mutex_lock(&f->ra_lock);
 	before = f->ra;
 	n = ra_file_on_read(&f->ra, fs->cfg.chunk_size, fs->cfg.read_ahead, off, len,
 			    f->ver->size, &first);
-	if (f->ra.frontier == 0 && before.frontier > 0)
+	if (fs->pool && f->ra.frontier == 0 && before.frontier > 0)
 		ra_file_forget(fs, f, &before);   /* a seek restarted the stream */
 	if (n) {
-		done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size, first, n);
+		if (fs->pool)
+			done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size,
+					first, n);
 		if (done < n)
 			ra_file_unissue(&f->ra, first + done);
 	}
+	random = ra_file_random(&f->ra, fs->cfg.chunk_size);
 	pthread_mutex_unlock(&f->ra_lock);
+	return random;
 }
 
 /* Across files: file node ino was opened; if its directory is being read
@@ -202,6 +210,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 {
 	uint64_t cs = fs->cfg.chunk_size, end, ram_bytes = 0;
 	struct chunk_obj o = { f->key, f->ver->etag, f->ver->cache_id, f->ver->size };
+	bool random;
 	int rc = TFS_OK;
 
 	r->n = 0;
@@ -213,8 +222,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 	end = off + size > f->ver->size ? f->ver->size : off + size;
 	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
 		return TFS_E_INVAL;
-	if (fs->pool)
-		ra_file_read(fs, f, off, end - off);
+	random = ra_file_read(fs, f, off, end - off);
 	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
 		uint64_t cstart = idx * cs, from, to;
 		const void *data;
@@ -224,7 +232,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		/* the cache never hands out a chunk of another length than
 		 * this version's (TFS_E_STALE) */
 		rc = chunk_cache_read(fs->cache, &o, idx, (size_t)from, (size_t)(to - from),
-				      &r->refs[r->n], &r->spans[r->n], &data);
+				      random, &r->refs[r->n], &r->spans[r->n], &data);
 		if (rc != TFS_OK)
 			break;
 		if (r->refs[r->n]) {

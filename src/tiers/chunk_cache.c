@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/tfs_err.h"
 #include "tiers/access_trace.h"
+#include "tiers/part_cache.h"
 #include "tiers/pin_set.h"
 #include "tiers/shared_tier.h"
 #include "tiers/ssd_tier.h"
@@ -30,6 +31,7 @@ struct chunk_cache {
 	struct ram_tier *ram;
 	struct ssd_tier *ssd;
 	struct shared_tier *shared;   /* between SSD and the store; NULL = none */
+	struct part_cache *part;      /* random readers' blocks; NULL = none */
 	struct objstore *store;
 	unsigned parallel_gets;
 	size_t chunk_size;
@@ -57,9 +59,12 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 		return NULL;
 	cc->ram = ram_tier_new(cfg->ram_bytes, cfg->chunk_size, cfg->ram_policy);
 	cc->pins = pin_set_new();
-	if (!cc->ram || !cc->pins) {
+	if (cfg->part_bytes)
+		cc->part = part_cache_new(cfg->part_bytes);
+	if (!cc->ram || !cc->pins || (cfg->part_bytes && !cc->part)) {
 		ram_tier_free(cc->ram);
 		pin_set_free(cc->pins);
+		part_cache_free(cc->part);
 		free(cc);
 		return NULL;
 	}
@@ -93,6 +98,7 @@ void chunk_cache_free(struct chunk_cache *cc)
 	}
 	ram_tier_free(cc->ram);
 	pin_set_free(cc->pins);
+	part_cache_free(cc->part);
 	free(cc);
 }
 
@@ -110,16 +116,17 @@ size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64
 	return (size_t)(size - start < cc->chunk_size ? size - start : cc->chunk_size);
 }
 
-/* The object store's part of a miss: want bytes of chunk index of o into
- * buf, counted. */
-static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     size_t want, void *buf)
+/* The object store's part of a miss: bytes [off, off + want) of chunk
+ * index of o into buf, counted. */
+static int store_get_at(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+			size_t off, size_t want, void *buf)
 {
 	int rc;
 
 	if (want == 0)
 		return TFS_OK;
-	rc = store_fetch(cc->store, cc->parallel_gets, o, index, index * cc->chunk_size, want, buf);
+	rc = store_fetch(cc->store, cc->parallel_gets, o, index, index * cc->chunk_size + off, want,
+			 buf);
 	if (rc != TFS_OK) {
 		atomic_fetch_add(&cc->store_errors, 1);
 		return rc;
@@ -127,6 +134,12 @@ static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	atomic_fetch_add(&cc->store_fetches, 1);
 	atomic_fetch_add(&cc->store_bytes, want);
 	return TFS_OK;
+}
+
+static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
+		     size_t want, void *buf)
+{
+	return store_get_at(cc, o, index, 0, want, buf);
 }
 
 /* Below the SSD tier: the shared tier when it has a verified copy, else
@@ -302,24 +315,154 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 	return chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, out, &fetched);
 }
 
+/* ---- random readers: the blocks asked for, not the whole chunk -------- */
+
+/* Make chunk id of o whole in RAM from e's blocks and the store: a RAM
+ * fill as a reader's miss makes, then queued for SSD as a reader's chunk.
+ * The store is asked only for e's holes; runs of holes are joined across
+ * the blocks held between them (one GET instead of two, each paying the
+ * store's time to first byte) while the bytes so fetched again stay
+ * within budget.  *out on TFS_OK. */
+static int part_complete(struct chunk_cache *cc, const struct chunk_obj *o,
+			 const struct chunk_id *id, struct part_entry *e, size_t want,
+			 size_t budget, struct chunk_ref **out)
+{
+	struct shared_ticket t = { 0 };
+	struct chunk_ref *ref;
+	size_t s, u, s2, u2;
+	bool hole, next;
+	char *buf;
+	int rc;
+
+	rc = ram_tier_lookup(cc->ram, id, want, RAM_READ, &ref);
+	if (rc == TFS_OK && chunk_ref_len(ref) != want) {
+		chunk_ref_put(ref);   /* see chain_get: an ETag reused */
+		return TFS_E_STALE;
+	}
+	if (rc == TFS_OK)
+		*out = ref;
+	if (rc != TFS_MISS)
+		return rc;
+	buf = chunk_ref_buf(ref);
+	part_entry_copy_held(e, buf);
+	rc = TFS_OK;
+	hole = part_entry_hole(e, 0, want, &s, &u);
+	while (hole && rc == TFS_OK) {
+		next = part_entry_hole(e, u, want, &s2, &u2);
+		if (next && s2 - u <= budget) {
+			budget -= s2 - u;
+			u = u2;
+			continue;
+		}
+		rc = store_get_at(cc, o, id->index, s, u - s, buf + s);
+		hole = next;
+		s = s2;
+		u = u2;
+	}
+	if (cc->ssd)
+		ssd_tier_access(cc->ssd, id);   /* the reader's miss, as chain_fill counts it */
+	rc = ram_tier_fill_done(cc->ram, ref, rc, rc == TFS_OK ? want : 0);
+	if (rc != TFS_OK)
+		return rc;
+	write_behind(cc, id, ref, WB_READER, &t);
+	*out = ref;
+	return TFS_OK;
+}
+
+/* A random reader's bytes [off, off + len) of chunk id of o (want bytes),
+ * absent from both tiers: from the blocks held for the chunk, fetching
+ * those missing in one GET; when fetching all the chunk's missing blocks
+ * keeps what the store sent for it within twice what its readers asked
+ * for (the entry's ledger), the chunk is made whole instead
+ * (part_complete).  TFS_OK:
+ * *span (the caller frees it) or *ref, and *data.  TFS_MISS: not served
+ * here, the chain serves it: no entry could be had, or (*again) the
+ * chunk may be whole in RAM now. */
+static int part_read(struct chunk_cache *cc, const struct chunk_obj *o,
+		     const struct chunk_id *id, size_t want, size_t off, size_t len,
+		     struct chunk_ref **ref, void **span, const void **data, bool *again)
+{
+	size_t from = off / PART_BLOCK * PART_BLOCK, to, held, miss, s, u, first, end;
+	uint64_t asked, fetched;
+	struct part_entry *e;
+	bool waited;
+	char *buf;
+	int rc = TFS_OK;
+
+	*again = false;
+	to = (off + len + PART_BLOCK - 1) / PART_BLOCK * PART_BLOCK;
+	to = to < want ? to : want;
+	e = part_cache_acquire(cc->part, id, want, &waited);
+	if (!e)
+		return TFS_MISS;
+	if (waited && ram_tier_present(cc->ram, id)) {
+		part_cache_release(cc->part, e, false);   /* made whole meanwhile */
+		*again = true;
+		return TFS_MISS;
+	}
+	held = part_entry_bytes(e);
+	miss = part_entry_missing(e, from, to);
+	part_entry_ledger(e, &asked, &fetched);
+	asked += to - from;
+	if (miss > 0 && fetched + (want - held) <= 2 * asked) {
+		rc = part_complete(cc, o, id, e, want, 2 * asked - fetched - (want - held), ref);
+		part_cache_release(cc->part, e, rc == TFS_OK);
+		if (rc != TFS_OK)
+			return rc;
+		part_cache_count_read(cc->part, false, true);
+		*data = (const char *)chunk_ref_data(*ref) + off;
+		return TFS_OK;
+	}
+	buf = malloc(to - from);
+	if (!buf) {
+		part_cache_release(cc->part, e, false);
+		return TFS_E_NOMEM;
+	}
+	first = end = to;   /* [first, end): what the store sends */
+	if (part_entry_hole(e, from, to, &first, &end)) {
+		while (part_entry_hole(e, end, to, &s, &u))
+			end = u;
+		rc = store_get_at(cc, o, id->index, first, end - first, buf + (first - from));
+		if (rc == TFS_OK)   /* out of memory: served all the same, kept not */
+			(void)part_entry_put(cc->part, e, first, end, buf + (first - from));
+	}
+	if (rc == TFS_OK)
+		part_entry_account(e, to - from, end - first);
+	if (rc == TFS_OK) {
+		part_entry_copy(e, from, first - from, buf);
+		part_entry_copy(e, end, to - end, buf + (end - from));
+	}
+	part_cache_release(cc->part, e, false);
+	if (rc != TFS_OK) {
+		free(buf);
+		return rc;
+	}
+	part_cache_count_read(cc->part, miss == 0, false);
+	*span = buf;
+	*data = buf + (off - from);
+	return TFS_OK;
+}
+
 int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     size_t off, size_t len, struct chunk_ref **ref, void **span,
+		     size_t off, size_t len, bool random, struct chunk_ref **ref, void **span,
 		     const void **data)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index), so, sl;
+	bool part = random && cc->part && off + len <= want, again = false;
 	struct chunk_ref *r;
 	bool fetched;
 	void *buf;
-	int rc;
+	int rc = TFS_MISS;
 
 	*ref = NULL;
 	*span = NULL;
 	*data = NULL;
 	trace_access(cc, &id, want, len);
-	if (cc->ssd && off + len <= want) {
+	for (int tries = 0; (cc->ssd || part) && off + len <= want && tries < 4; tries++) {
 		/* RAM first (a hit takes no SSD lock); absent, the SSD's
-		 * blocks, when it holds the chunk */
+		 * blocks, when it holds the chunk; absent there too, a random
+		 * reader's blocks */
 		rc = ram_tier_lookup(cc->ram, &id, want, RAM_PEEK, &r);
 		if (rc == TFS_OK && chunk_ref_len(r) != want) {
 			chunk_ref_put(r);   /* see chain_get: an ETag reused */
@@ -333,19 +476,28 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 		}
 		if (rc != TFS_MISS)
 			return rc;   /* the fill we waited for failed */
-		buf = ssd_tier_contains(cc->ssd, &id) == want ? malloc(ssd_tier_span_max(len))
-							       : NULL;
+		buf = cc->ssd && ssd_tier_contains(cc->ssd, &id) == want
+			      ? malloc(ssd_tier_span_max(len)) : NULL;
 		if (buf && ssd_tier_read_range(cc->ssd, &id, want, off, len, buf, &so, &sl) ==
 				   TFS_OK) {
 			*span = buf;
 			*data = (const char *)buf + (off - so);
 			return TFS_OK;
 		}
-		free(buf);   /* not there, or a bad copy (dropped): the chain fetches it */
+		free(buf);   /* not there, or a bad copy (dropped): fetched */
+		if (!part)
+			break;
+		rc = part_read(cc, o, &id, want, off, len, ref, span, data, &again);
+		if (rc != TFS_MISS || !again)
+			break;
 	}
+	if (part && rc != TFS_MISS)
+		return rc;
 	rc = chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, &r, &fetched);
 	if (rc != TFS_OK)
 		return rc;
+	if (fetched && cc->part)
+		part_cache_drop_chunk(cc->part, &id);   /* whole now: its blocks are spare */
 	*ref = r;
 	*data = (const char *)chunk_ref_data(r) + off;
 	return TFS_OK;
@@ -555,6 +707,8 @@ void chunk_cache_evict(struct chunk_cache *cc, const struct chunk_obj *o, unsign
 {
 	uint64_t n = chunk_cache_chunks(cc, o->size);
 
+	if ((tiers & PIN_RAM) && cc->part)
+		ev->bytes += part_cache_drop(cc->part, o->key);   /* a random reader's blocks */
 	if ((tiers & PIN_SSD) && cc->ssd)
 		ssd_tier_flush(cc->ssd);   /* a write queued before the request lands first */
 	for (uint64_t i = 0; i < n; i++) {
@@ -582,6 +736,8 @@ void chunk_cache_evict_all(struct chunk_cache *cc, unsigned tiers, struct chunk_
 {
 	if (tiers & PIN_RAM)
 		ram_tier_evict_all(cc->ram, &ev->chunks, &ev->bytes, &ev->pinned);
+	if ((tiers & PIN_RAM) && cc->part)
+		ev->bytes += part_cache_drop(cc->part, NULL);
 	if ((tiers & PIN_SSD) && cc->ssd) {
 		ssd_tier_flush(cc->ssd);
 		ssd_tier_evict_all(cc->ssd, &ev->chunks, &ev->bytes, &ev->pinned);
@@ -721,6 +877,11 @@ void chunk_cache_stats(struct chunk_cache *cc, struct chunk_cache_stats *out)
 	out->store_fetches = atomic_load(&cc->store_fetches);
 	out->store_bytes = atomic_load(&cc->store_bytes);
 	out->store_errors = atomic_load(&cc->store_errors);
+	out->has_part = cc->part != NULL;
+	if (cc->part)
+		part_cache_stats(cc->part, &out->part);
+	else
+		out->part = (struct part_cache_stats){ 0 };
 	out->has_shared = cc->shared != NULL;
 	if (cc->shared)
 		shared_tier_stats(cc->shared, &out->shared);

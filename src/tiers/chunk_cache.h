@@ -27,6 +27,7 @@
 #include "evict/plan.h"
 #include "s3/objstore.h"
 #include "tiers/chunk_id.h"
+#include "tiers/part_cache.h"
 #include "tiers/pin_set.h"
 #include "tiers/ram_tier.h"
 #include "tiers/shared_tier.h"
@@ -45,6 +46,9 @@ struct chunk_cache_config {
 	struct ssd_tier *ssd;      /* borrowed, outlives the cache; NULL = RAM only */
 	struct shared_tier *shared; /* borrowed, outlives the cache; NULL = none */
 	uint64_t ahead_bytes;      /* read-ahead protected from eviction (0 = none) */
+	/* blocks kept for random readers (part_cache.h; 0 = none: a random
+	 * read fetches its whole chunk) */
+	uint64_t part_bytes;
 	/* called when the SSD writer, done with a fetch ahead's RAM copy,
 	 * makes room in RAM for the next (from its thread, no lock of the
 	 * cache held; NULL = none): ram_tier_set_room_made() */
@@ -58,6 +62,8 @@ struct chunk_cache_stats {
 	uint64_t store_fetches;    /* chunk fills from the object store */
 	uint64_t store_bytes;      /* bytes those fills brought */
 	uint64_t store_errors;     /* fills that failed */
+	bool has_part;
+	struct part_cache_stats part;
 	bool has_shared;
 	struct shared_tier_stats shared;
 	size_t pinned_files;       /* keys pinned by an operator */
@@ -93,10 +99,15 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
  * reference (chunk_ref_put() it).  Absent from RAM but on SSD: only the
  * 64 KiB blocks that cover the range are read and checked, into a buffer
  * of ours, *span (free() it), and nothing enters RAM: a random 1 MiB read
- * costs 1 MiB of SSD reads, not a whole chunk promoted.  Otherwise as
+ * costs 1 MiB of SSD reads, not a whole chunk promoted.  Absent from
+ * both, for a random reader (random: one that seeks and reads less than a
+ * chunk between seeks) when the cache keeps blocks for them: only the
+ * blocks that cover the range are fetched, into *span, and kept; the
+ * read that would bring a chunk's blocks to half of it fetches the rest,
+ * and the chunk is then a reader's fill in RAM (*ref set).  Otherwise as
  * chunk_cache_get() (*ref set).  Errors as chunk_cache_get(). */
 int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     size_t off, size_t len, struct chunk_ref **ref, void **span,
+		     size_t off, size_t len, bool random, struct chunk_ref **ref, void **span,
 		     const void **data);
 
 /* The SSD tier's file of o, when every chunk of o is stored there, for

@@ -857,3 +857,78 @@ Test(cache, chunks_the_ssd_writer_is_behind_on_are_not_fetched_again)
 		    it_daemon_stat(&mnt, "store.fetches"));
 	it_unmount_ok(&env, &mnt);
 }
+
+/* pread 128 KiB of R at piece p through fd: exactly the upload. */
+#define PIECE (128 * 1024)
+static void piece_ok(int fd, uint64_t seed, uint64_t p)
+{
+	char buf[PIECE];
+	ssize_t r = it_pread_full(fd, buf, PIECE, (off_t)(p * PIECE));
+	cr_assert_eq(r, PIECE, "piece %llu: %zd", (unsigned long long)p, r);
+	int64_t bad = it_gen_mismatch(seed, p * PIECE, buf, PIECE);
+	cr_assert_eq(bad, -1, "piece %llu: wrong byte at %lld", (unsigned long long)p,
+		     (long long)bad);
+}
+
+/* A random reader of a cold file costs the store at most twice the bytes
+ * it asks for, counted at the proxy: 128 KiB reads of a file in 1 MiB
+ * chunks fetch their own blocks, not whole chunks (8 times the bytes).
+ * Read whole in a shuffled order, the file's chunks are made whole on the
+ * way and a second shuffled pass fetches nothing. */
+Test(cache, a_random_reader_fetches_at_most_twice_what_it_asks_for)
+{
+	enum { CHUNKS = 24, PIECES = CHUNKS * (IT_MIB / PIECE), SPARSE = 20 };
+	const struct obj R = { "r.bin", 0x7a2d, CHUNKS * IT_MIB, CHUNKS };
+	uint64_t order[PIECES], x = 0x9e3779b97f4a7c15ull, asked = 0;
+	long long down;
+	char p[PATH_MAX];
+	int fd;
+
+	cr_assert_eq(it_put_gen(&bucket, R.key, R.seed, R.size), 0);
+	mount_cache(NULL);
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, R.key);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	piece_ok(fd, R.seed, 0);   /* a file's first stream is read in chunks */
+	for (uint64_t i = 0; i < PIECES; i++)
+		order[i] = i;
+	for (uint64_t i = PIECES - 1; i > 0; i--) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t j = x % (i + 1), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	/* sparse: the first reads of the order, pieces outside chunk 0 */
+	for (uint64_t i = 0, n = 0; n < SPARSE; i++) {
+		if (order[i] < IT_MIB / PIECE)
+			continue;
+		piece_ok(fd, R.seed, order[i]);
+		asked += PIECE;
+		n++;
+	}
+	down = it_proxy_stat(&proxy, "bytes_down");
+	/* a response's headers: well under 4 KiB each */
+	cr_expect_leq(down, (long long)(2 * asked + SPARSE * 4096),
+		      "%lld bytes fetched for %llu asked", down, (unsigned long long)asked);
+	cr_log_info("sparse: %lld bytes down for %llu asked", down, (unsigned long long)asked);
+	/* the whole file in that order */
+	for (uint64_t i = 0; i < PIECES; i++) {
+		piece_ok(fd, R.seed, order[i]);
+		asked += PIECE;
+	}
+	down = it_proxy_stat(&proxy, "bytes_down");
+	cr_expect_leq(down, (long long)(2 * asked + PIECES * 4096),
+		      "%lld bytes fetched for %llu asked", down, (unsigned long long)asked);
+	cr_log_info("whole: %lld bytes down for %llu asked", down, (unsigned long long)asked);
+	cr_expect_geq(it_daemon_stat(&mnt, "random.reads"), SPARSE);
+	cr_expect_eq(it_daemon_stat(&mnt, "random.bytes"), 0, "blocks kept of whole chunks");
+	/* whole now, in RAM and on SSD */
+	it_drop_caches();
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	for (uint64_t i = PIECES; i-- > 0;)
+		piece_ok(fd, R.seed, order[i]);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 0, "the second pass fetched");
+	close(fd);
+	it_unmount_ok(&env, &mnt);
+}

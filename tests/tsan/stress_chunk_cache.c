@@ -1,8 +1,9 @@
 /* stress_chunk_cache.c - tierfs-stress-cache: many threads through one
  * chunk cache (RAM tier small enough to churn, a real SSD tier with its
- * writer thread and RocksDB index, a fake store with parallel part GETs),
- * every byte checked, while other threads prefetch, evict, warm, pin and
- * read the counters.  Built in every build; scripts/test.sh runs it in
+ * writer thread and RocksDB index, a fake store with parallel part GETs,
+ * blocks kept for random readers in a bound that lets them go), every
+ * byte checked, while other threads prefetch, evict, warm, pin and read
+ * the counters.  Built in every build; scripts/test.sh runs it in
  * the ThreadSanitizer build (build-tsan), where Criterion cannot run (its
  * sandbox maps memory where TSan keeps its shadow), so any data race in
  * the tiers is reported.  Plain exit status: 0 when every byte matched.
@@ -22,7 +23,7 @@
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
 
-#define CS (64u * 1024)
+#define CS (4 * PART_BLOCK)
 #define OBJECTS 24
 #define READERS 6
 
@@ -62,6 +63,33 @@ static uint64_t next(uint64_t *s)
 	return *s;
 }
 
+/* A random reader's read of a part of chunk idx of object o: its bytes
+ * checked; returns false on an error or a wrong byte. */
+static bool random_read(unsigned o, uint64_t idx, uint64_t *s)
+{
+	size_t clen = chunk_cache_chunk_len(cc, objs[o].size, idx);
+	size_t off = (size_t)(next(s) % clen), len = 1 + (size_t)(next(s) % (clen - off));
+	struct chunk_ref *r;
+	const unsigned char *p;
+	void *span;
+	bool ok = true;
+	int rc = chunk_cache_read(cc, &objs[o], idx, off, len, true, &r, &span,
+				  (const void **)&p);
+
+	if (rc != TFS_OK) {
+		fprintf(stderr, "read %s #%llu: %s\n", keys[o], (unsigned long long)idx,
+			tfs_strerror(rc));
+		return false;
+	}
+	for (size_t i = 0; i < len && ok; i += 61)
+		ok = p[i] == fake_byte((unsigned)o, idx * CS + off + i);
+	ok = ok && p[len - 1] == fake_byte((unsigned)o, idx * CS + off + len - 1);
+	if (r)
+		chunk_ref_put(r);
+	free(span);
+	return ok;
+}
+
 static void *reader(void *arg)
 {
 	uint64_t s = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
@@ -70,7 +98,15 @@ static void *reader(void *arg)
 		unsigned o = (unsigned)(next(&s) % OBJECTS);
 		uint64_t n = chunk_cache_chunks(cc, objs[o].size), idx = next(&s) % n;
 		struct chunk_ref *r = NULL;
-		int rc = chunk_cache_get(cc, &objs[o], idx, &r);
+		int rc;
+
+		if (next(&s) % 2) {
+			if (!random_read(o, idx, &s))
+				atomic_fetch_add(&bad, 1);
+			atomic_fetch_add(&reads, 1);
+			continue;
+		}
+		rc = chunk_cache_get(cc, &objs[o], idx, &r);
 
 		if (rc != TFS_OK) {
 			fprintf(stderr, "get %s #%llu: %s\n", keys[o], (unsigned long long)idx,
@@ -165,7 +201,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct chunk_cache_config c = { .store = &store.base, .parallel_gets = 3,
-					.ram_bytes = 12u * CS, .chunk_size = CS, .ssd = ssd };
+					.ram_bytes = 12u * CS, .chunk_size = CS, .ssd = ssd,
+					.part_bytes = 2u * CS };
 	cc = chunk_cache_new(&c);
 	if (!cc)
 		return 2;

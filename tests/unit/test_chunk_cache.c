@@ -582,7 +582,7 @@ static void range_ok(struct chunk_cache *cc, struct store *s, const struct chunk
 	void *span;
 	const unsigned char *p;
 
-	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, &ref, &span, (const void **)&p),
+	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, false, &ref, &span, (const void **)&p),
 		     TFS_OK);
 	cr_expect_eq(ref == NULL, from_ssd, "chunk %llu at %zu: %s", (unsigned long long)idx,
 		     off, from_ssd ? "not read from SSD" : "read from SSD");
@@ -707,4 +707,177 @@ Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
 	cr_expect_eq(s.fetches, 4, "x, a and c twice");
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
+}
+
+/* ---- random readers: the blocks they ask for, not whole chunks ------- */
+
+#define RCS (16 * PART_BLOCK)   /* chunks of 16 blocks */
+
+static struct chunk_cache *random_cache(struct store *s, uint64_t part_bytes)
+{
+	struct chunk_cache_config c = { .store = &s->base, .parallel_gets = 1,
+					.ram_bytes = 8 * RCS, .chunk_size = RCS,
+					.part_bytes = part_bytes };
+	struct chunk_cache *cc = chunk_cache_new(&c);
+
+	cr_assert_not_null(cc);
+	return cc;
+}
+
+static uint64_t store_bytes(struct chunk_cache *cc)
+{
+	struct chunk_cache_stats st;
+
+	chunk_cache_stats(cc, &st);
+	return st.store_bytes;
+}
+
+/* A random read of [off, off + len) of o: the right bytes; returns
+ * whether they came from a RAM chunk (else from the read's own span). */
+static bool random_read_ok(struct chunk_cache *cc, const struct store *s,
+			   const struct chunk_obj *o, uint64_t off, size_t len)
+{
+	uint64_t idx = off / RCS;
+	struct chunk_ref *ref;
+	void *span;
+	const unsigned char *p;
+	bool from_ram;
+
+	cr_assert_eq(chunk_cache_read(cc, o, idx, (size_t)(off % RCS), len, true, &ref, &span,
+				      (const void **)&p), TFS_OK);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), off + i),
+			     "wrong byte at %llu", (unsigned long long)(off + i));
+	from_ram = ref != NULL;
+	if (ref)
+		chunk_ref_put(ref);
+	free(span);
+	return from_ram;
+}
+
+/* Reads far apart fetch the blocks that cover them and nothing else, a
+ * second read of the same blocks fetches nothing, and no chunk enters
+ * RAM whole. */
+Test(chunk_cache, sparse_random_reads_fetch_only_their_blocks)
+{
+	struct store s;
+	struct chunk_obj o = obj("obj/random", "e1", 8 * RCS);
+	struct chunk_cache *cc;
+	struct chunk_cache_stats st;
+
+	store_init(&s, 11);
+	cc = random_cache(&s, 2 * RCS);
+	cr_assert(!random_read_ok(cc, &s, &o, 3 * PART_BLOCK, 2 * PART_BLOCK));
+	cr_assert_eq(store_bytes(cc), 2 * PART_BLOCK);
+	cr_assert(!random_read_ok(cc, &s, &o, 5 * RCS + PART_BLOCK + 5, 100));
+	cr_assert_eq(store_bytes(cc), 3 * PART_BLOCK, "a 100-byte read fetches its block");
+	cr_assert(!random_read_ok(cc, &s, &o, 3 * PART_BLOCK + 7, PART_BLOCK));
+	cr_assert_eq(store_bytes(cc), 3 * PART_BLOCK, "its blocks were kept");
+	for (uint64_t i = 0; i < 8; i++)
+		cr_assert(!chunk_cache_in_ram(cc, &o, i), "chunk %llu is in RAM whole",
+			  (unsigned long long)i);
+	chunk_cache_stats(cc, &st);
+	cr_assert(st.has_part && st.part.reads == 3 && st.part.block_hits == 1);
+	chunk_cache_free(cc);
+}
+
+/* Every 128 KiB piece of four chunks read once, in a shuffled order:
+ * after every read the store has sent at most twice the bytes asked for;
+ * each chunk ends up whole in RAM (its rest fetched once half of it was
+ * asked for), so a second pass fetches nothing.  With a bound on the
+ * blocks kept that lets entries go (tight) the same holds, the chunks
+ * being made whole later. */
+static void shuffled_pass(uint64_t part_bytes, bool tight)
+{
+	struct chunk_cache_stats st;
+	enum { PIECE = 2 * PART_BLOCK, N = 4 * RCS / PIECE };
+	struct store s;
+	struct chunk_obj o = obj("obj/shuffled", "e1", 4 * RCS);
+	struct chunk_cache *cc;
+	uint64_t order[N], asked = 0, after;
+	unsigned seed = 7;
+
+	store_init(&s, 12);
+	cc = random_cache(&s, part_bytes);
+	for (uint64_t i = 0; i < N; i++)
+		order[i] = i;
+	for (uint64_t i = N - 1; i > 0; i--) {
+		uint64_t j = (seed = seed * 1103515245u + 12345u) % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		(void)random_read_ok(cc, &s, &o, order[i] * PIECE, PIECE);
+		asked += PIECE;
+		cr_assert_leq(store_bytes(cc), 2 * asked, "read %llu: %llu bytes fetched for %llu",
+			      (unsigned long long)i, (unsigned long long)store_bytes(cc),
+			      (unsigned long long)asked);
+	}
+	for (uint64_t i = 0; i < 4; i++)
+		cr_assert(chunk_cache_in_ram(cc, &o, i), "chunk %llu was not made whole",
+			  (unsigned long long)i);
+	after = store_bytes(cc);
+	for (uint64_t i = 0; i < N; i++)
+		cr_assert(random_read_ok(cc, &s, &o, order[i] * PIECE, PIECE));
+	cr_assert_eq(store_bytes(cc), after, "the second pass fetched");
+	chunk_cache_stats(cc, &st);
+	cr_assert(tight ? st.part.dropped > 0 : st.part.dropped == 0, "%llu entries let go",
+		  (unsigned long long)st.part.dropped);
+	chunk_cache_free(cc);
+}
+
+Test(chunk_cache, a_shuffled_pass_stays_within_twice_and_makes_chunks_whole)
+{
+	shuffled_pass(4 * RCS, false);
+}
+
+Test(chunk_cache, a_tight_bound_on_kept_blocks_keeps_the_same_promise)
+{
+	shuffled_pass(RCS / 2, true);
+}
+
+/* A whole-chunk reader after a random one gets the chunk as usual, and
+ * the random reader's blocks of it are let go. */
+Test(chunk_cache, a_sequential_read_of_a_chunk_read_at_random_lets_its_blocks_go)
+{
+	struct store s;
+	struct chunk_obj o = obj("obj/both", "e1", 2 * RCS);
+	struct chunk_cache *cc;
+	struct chunk_cache_stats st;
+
+	store_init(&s, 13);
+	cc = random_cache(&s, 2 * RCS);
+	(void)random_read_ok(cc, &s, &o, RCS + PART_BLOCK, PART_BLOCK);
+	range_ok(cc, &s, &o, RCS, 1, 0, RCS, false);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.part.entries, 0);
+	cr_assert_eq(st.part.bytes, 0);
+	cr_assert(random_read_ok(cc, &s, &o, RCS + 3 * PART_BLOCK, PART_BLOCK),
+		  "a random read of a chunk in RAM is a RAM hit");
+	chunk_cache_free(cc);
+}
+
+/* A chunk whose length is not a whole number of blocks (an object's
+ * last): random reads of its short last block, alone and with the
+ * blocks before it, until the chunk is made whole. */
+Test(chunk_cache, random_reads_of_a_short_last_block, .timeout = 30)
+{
+	struct store s;
+	struct chunk_obj o = obj("obj/short", "e1", RCS + 5 * PART_BLOCK + 777);
+	struct chunk_cache *cc;
+	uint64_t last = RCS + 5 * PART_BLOCK;
+
+	store_init(&s, 14);
+	cc = random_cache(&s, 2 * RCS);
+	cr_assert(!random_read_ok(cc, &s, &o, last + 700, 77));
+	cr_assert_eq(store_bytes(cc), 777);
+	cr_assert(!random_read_ok(cc, &s, &o, last - 100, 200));
+	cr_assert_eq(store_bytes(cc), 777 + PART_BLOCK);
+	cr_assert(!random_read_ok(cc, &s, &o, RCS + 2 * PART_BLOCK, 10));
+	/* the fourth block of six asked for: the rest is fetched */
+	(void)random_read_ok(cc, &s, &o, RCS, 3 * PART_BLOCK + 777);
+	cr_assert(chunk_cache_in_ram(cc, &o, 1));
+	cr_assert(random_read_ok(cc, &s, &o, last, 777));
+	chunk_cache_free(cc);
 }
