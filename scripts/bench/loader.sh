@@ -101,14 +101,7 @@ proxy_pid=
 
 # shellcheck source=../lib/bench.sh
 source "$ROOT/scripts/lib/bench.sh"    # before the trap: cleanup uses it
-cleanup() {
-	set +e
-	unmount_tool
-	if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
-	bench_stop_rgw
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 T_START=$(now)

@@ -83,6 +83,17 @@ bench_mounted() {
 	return 1
 }
 
+# bench_cleanup: the EXIT trap of a script that mounts tools through the
+# emulator: unmount the tool, stop the emulator ($proxy_pid) and radosgw,
+# remove $WORK.
+bench_cleanup() {
+	set +e
+	unmount_tool
+	if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
+	bench_stop_rgw
+	rm -rf "$WORK"
+}
+
 # unmount_tool: unmount the tool on $MNT if mounted ($tool: tierfs, else
 # a FUSE peer), reap its daemon ($pid).
 unmount_tool() {
