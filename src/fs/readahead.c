@@ -60,7 +60,10 @@ uint64_t ra_file_on_read(struct ra_file *r, uint64_t chunk_size, uint64_t window
 
 bool ra_file_random(const struct ra_file *r, uint64_t chunk_size)
 {
-	return r->seeked && r->run_start != 0 && r->run_bytes < chunk_size;
+	uint64_t far = RA_SEQ_SLACK * chunk_size;
+
+	return (r->seeked || r->run_start > far) && r->run_start != 0 &&
+	       r->run_bytes < chunk_size;
 }
 
 void ra_file_unissue(struct ra_file *r, uint64_t chunk)

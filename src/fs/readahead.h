@@ -67,11 +67,12 @@ void ra_file_init(struct ra_file *r);
 uint64_t ra_file_on_read(struct ra_file *r, uint64_t chunk_size, uint64_t window_max,
 			 uint64_t off, uint64_t len, uint64_t size, uint64_t *first);
 
-/* Is the reader random, as of its last read?  It has seeked, and the
- * stream it is in began away from the file's start and its reads have
- * not covered a chunk's worth yet: what read-ahead also holds back for.  The file's
- * first stream is not: the kernel can deliver a sequential reader's
- * first requests out of order. */
+/* Is the reader random, as of its last read?  The stream it is in began
+ * away from the file's start and its reads have not covered a chunk's
+ * worth yet (what read-ahead also holds back for), and it is not the
+ * file's first stream, or it began beyond RA_SEQ_SLACK chunks: the kernel
+ * can deliver a sequential reader's first requests out of order, that
+ * far. */
 bool ra_file_random(const struct ra_file *r, uint64_t chunk_size);
 
 /* Chunks from `chunk` on were not issued after all (no room): let a later

@@ -213,8 +213,9 @@ Test(readahead, short_burst_mid_file_reads_nothing_ahead)
 	cr_expect_gt(total, 0);
 }
 
-/* A reader is random once it has seeked, while the stream it is in began
- * away from the file's start and has covered less than a chunk: reads
+/* A reader is random once it has seeked (or began far into the file),
+ * while the stream it is in began away from the file's start and has
+ * covered less than a chunk: reads
  * that land a little ahead of each other (within the slack) do not add
  * up to a chunk, and read nothing ahead. */
 Test(readahead, a_seeking_reader_is_random_until_it_reads_a_chunk)
@@ -223,8 +224,13 @@ Test(readahead, a_seeking_reader_is_random_until_it_reads_a_chunk)
 	uint64_t first, off = 500 * CS;
 
 	ra_file_init(&r);
-	cr_assert_eq(rd(&r, 7 * CS, 10, &first), 0);
-	cr_assert(!ra_file_random(&r, CS), "a file's first stream is not random");
+	cr_assert_eq(rd(&r, RA_SEQ_SLACK * CS, 10, &first), 0);
+	cr_assert(!ra_file_random(&r, CS), "a first stream within the slack is not random");
+	ra_file_init(&r);
+	cr_assert_eq(rd(&r, (RA_SEQ_SLACK + 1) * CS, 10, &first), 0);
+	cr_assert(ra_file_random(&r, CS), "a first stream beyond the slack is random");
+	ra_file_init(&r);
+	cr_assert_eq(rd(&r, 7, 10, &first), 0);
 	cr_assert_eq(rd(&r, off, 10, &first), 0);
 	cr_assert(ra_file_random(&r, CS), "a seek makes the reader random");
 	/* jumps of two chunks, each within the slack: 10 bytes a read, less
