@@ -54,6 +54,7 @@ static const struct opt_def opt_defs[] = {
 	{ "read-ahead", OPT_RA, OFF(read_ahead), 4ul << 30 },
 	{ "read-ahead-files", OPT_UINT, OFF(read_ahead_files), 1024 },
 	{ "read-ahead-mem", OPT_RA, OFF(read_ahead_mem), 1ul << 40 },
+	{ "random-blocks", OPT_RA, OFF(random_blocks), 1ul << 40 },
 	{ "scan-prefetch", OPT_UINT, OFF(scan_prefetch), 32 },
 	{ "plan-window", OPT_UINT, OFF(plan_window), 65536 },
 	{ "direct-io", OPT_BOOL, OFF(direct_io), 0 },
@@ -97,6 +98,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->read_ahead = UINT64_MAX;
 	cfg->read_ahead_files = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
+	cfg->random_blocks = UINT64_MAX;
 	cfg->scrub_rate = UINT64_MAX;
 	cfg->scan_prefetch = 16;
 	cfg->plan_window = 256;
@@ -503,6 +505,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	fprintf(f, "scan-prefetch = %u\n", cfg->scan_prefetch);
 	fprintf(f, "plan-window = %u\n", cfg->plan_window);
 	dump_auto(f, "read-ahead-mem", cfg->read_ahead_mem);
+	dump_auto(f, "random-blocks", cfg->random_blocks);
 	fprintf(f, "direct-io = %s\n", cfg->direct_io ? "true" : "false");
 	fprintf(f, "passthrough = %s\n", cfg->passthrough ? "auto" : "off");
 	fprintf(f, "verify-reads = %s\n", cfg->verify_reads ? "true" : "false");

@@ -57,6 +57,8 @@ struct tierfs_config {
 	uint64_t read_ahead;       /* bytes per stream; 0 = off; UINT64_MAX = 8 chunks */
 	unsigned read_ahead_files; /* files read ahead across a directory */
 	uint64_t read_ahead_mem;   /* bytes, all streams; UINT64_MAX = half the RAM tier */
+	uint64_t random_blocks;    /* bytes of blocks kept for random readers; UINT64_MAX =
+				    * auto (a sixteenth of the RAM tier), 0 = off */
 	unsigned scan_prefetch;    /* fetchers for a job consuming a directory in any order,
 				    * and for the loader's plan */
 	unsigned plan_window;      /* files of a plan fetched ahead of its reader; 0 = 256 */

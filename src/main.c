@@ -96,6 +96,10 @@ static const char usage_mount_text[] =
 
 /* (the options continue: C99 compilers need only take 4095 characters in one string) */
 static const char usage_text2[] =
+	"  --random-blocks SIZE     bound on the blocks kept for random readers, who fetch\n"
+	"                           only the blocks they read; beside --ram-size; 0 = off\n"
+	"                           (whole chunks), auto = a sixteenth of --ram-size, none\n"
+	"                           with --shared-cache (auto)\n"
 	"  --passthrough MODE       auto: the kernel reads a file wholly on SSD by itself\n"
 	"                           (FUSE passthrough; needs root, Linux 6.9+), else the\n"
 	"                           daemon serves it; off: the daemon always does (auto)\n"
@@ -216,6 +220,26 @@ static uint64_t kernel_readahead_auto(const struct tierfs_config *cfg)
 	if (ra > cfg->ram_size / 4)
 		ra = cfg->ram_size / 4;
 	return ra < (128u << 10) ? 128u << 10 : ra;
+}
+
+/* The bound on random readers' blocks (part_cache.h): auto is a
+ * sixteenth of the RAM tier, none with a shared tier (a random reader
+ * there fetches the whole chunk from the shared copy rather than its
+ * blocks from the origin); at least half a chunk, the most a chunk holds
+ * before it is made whole. */
+static uint64_t random_blocks(const struct tierfs_config *cfg)
+{
+	uint64_t b = cfg->random_blocks, half = cfg->chunk_size / 2;
+
+	if (b == UINT64_MAX)
+		b = cfg->shared_cache ? 0 : cfg->ram_size / 16;
+	if (b > 0 && b < half) {
+		if (cfg->random_blocks != UINT64_MAX)
+			log_warn("random-blocks %llu is less than half a chunk: %llu used",
+				 (unsigned long long)b, (unsigned long long)half);
+		b = half;
+	}
+	return b;
 }
 
 static uint64_t read_ahead_mem(const struct tierfs_config *cfg)
@@ -675,6 +699,7 @@ static int cmd_mount(int argc, char **argv)
 								     : cfg.read_ahead,
 			.read_ahead_files = cfg.read_ahead_files,
 			.read_ahead_mem = read_ahead_mem(&cfg),
+			.random_bytes = random_blocks(&cfg),
 			.scan_threads = cfg.scan_prefetch,
 			.plan_window = cfg.plan_window,
 			/* a fill runs up to parallel-gets GETs: leave readers room */

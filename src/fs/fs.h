@@ -55,6 +55,8 @@ struct fs_config {
 				    * eviction for it (fetched, not yet read, among the
 				    * latest issued); older unread chunks are ordinary
 				    * cache, evicted by the policy */
+	uint64_t random_bytes;     /* blocks kept for random readers (tiers/part_cache.h);
+				    * 0 = none: a random read fetches its whole chunk */
 	unsigned read_ahead_threads; /* chunk fills in flight for read-ahead */
 	unsigned scan_threads;     /* files fetched at once for a job consuming a directory in
 				    * any order (fs/scan.h) or for the loader's plan

@@ -16,20 +16,6 @@ static void room_made(void *fs)
 	scan_room_made(fs);
 }
 
-/* The bytes a random reader's blocks may hold (part_cache.h): a
- * sixteenth of the RAM tier, beside it, and at least half a chunk (the
- * most a chunk holds before it is made whole).  None with a shared tier:
- * a random reader there fetches the whole chunk from the shared copy
- * rather than its blocks from the origin. */
-static uint64_t part_bytes(const struct fs_config *cfg)
-{
-	uint64_t b = cfg->ram_bytes / 16;
-
-	if (cfg->shared)
-		return 0;
-	return b > cfg->chunk_size / 2 ? b : cfg->chunk_size / 2;
-}
-
 struct tfs_fs *fs_new(const struct fs_config *cfg)
 {
 	struct tfs_fs *fs;
@@ -51,7 +37,7 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 		.shared = cfg->shared,
 		.ram_policy = (enum evict_kind)cfg->ram_policy,
 		.ahead_bytes = cfg->read_ahead ? cfg->read_ahead_mem : 0,
-		.part_bytes = part_bytes(cfg),
+		.part_bytes = cfg->random_bytes,
 		.room_made = room_made, .room_arg = fs });
 	root = calloc(1, sizeof(*root));
 	if (!fs->prefix || !fs->by_ino || !fs->by_name || !fs->cache || !root)

@@ -932,3 +932,30 @@ Test(cache, a_random_reader_fetches_at_most_twice_what_it_asks_for)
 	close(fd);
 	it_unmount_ok(&env, &mnt);
 }
+
+/* --random-blocks 0: a random read fetches its whole chunk, as before
+ * random readers had blocks of their own. */
+Test(cache, random_blocks_off_fetches_whole_chunks)
+{
+	const struct obj R = { "r0.bin", 0x7a2e, 16 * IT_MIB, 16 };
+	const char *off[] = { "--random-blocks", "0", NULL };
+	const uint64_t pieces[] = { 15 * 8 + 3, 9 * 8 + 1, 12 * 8 + 6 };
+	char p[PATH_MAX];
+	int fd;
+
+	cr_assert_eq(it_put_gen(&bucket, R.key, R.seed, R.size), 0);
+	mount_cache(off);
+	cr_expect_eq(it_daemon_stat(&mnt, "random.capacity"), 0);
+	it_fmt(p, sizeof(p), "%s/%s", mnt.dir, R.key);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	piece_ok(fd, R.seed, 0);
+	cr_assert_eq(it_proxy_reset_stats(&proxy), 0);
+	for (size_t i = 0; i < 3; i++)
+		piece_ok(fd, R.seed, pieces[i]);
+	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), 3);
+	cr_expect_geq(it_proxy_stat(&proxy, "bytes_down"), 3 * IT_MIB, "whole chunks");
+	cr_expect_eq(it_daemon_stat(&mnt, "random.reads"), 0);
+	close(fd);
+	it_unmount_ok(&env, &mnt);
+}

@@ -220,6 +220,12 @@ Test(config, read_ahead_values)
 	cr_assert_eq(c.read_ahead_files, 64);
 	cr_assert_neq(config_set(&c, "read-ahead-files", "5000", err, sizeof(err)), 0);
 	cr_assert_neq(config_set(&c, "read-ahead-files", "-1", err, sizeof(err)), 0);
+	cr_assert_eq(c.random_blocks, UINT64_MAX, "default is auto (a sixteenth of the RAM tier)");
+	cr_assert_eq(config_set(&c, "random-blocks", "0", err, sizeof(err)), 0);
+	cr_assert_eq(c.random_blocks, 0);
+	cr_assert_eq(config_set(&c, "random-blocks", "64M", err, sizeof(err)), 0);
+	cr_assert_eq(c.random_blocks, 64u << 20);
+	cr_assert_neq(config_set(&c, "random-blocks", "lots", err, sizeof(err)), 0);
 	config_release(&c);
 }
 
