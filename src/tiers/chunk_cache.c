@@ -426,9 +426,8 @@ static int part_read(struct chunk_cache *cc, const struct chunk_obj *o,
 		if (rc == TFS_OK)   /* out of memory: served all the same, kept not */
 			(void)part_entry_put(cc->part, e, first, end, buf + (first - from));
 	}
-	if (rc == TFS_OK)
-		part_entry_account(e, to - from, end - first);
 	if (rc == TFS_OK) {
+		part_entry_account(e, to - from, end - first);
 		part_entry_copy(e, from, first - from, buf);
 		part_entry_copy(e, end, to - end, buf + (end - from));
 	}

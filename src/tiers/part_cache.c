@@ -4,7 +4,8 @@
  * Invariants (under pc->lock): pc->bytes is the sum of the blocks held by
  * every entry; each entry is in exactly one hash chain and in the LRU
  * list (most recent first); an entry with `held` set is never freed or
- * emptied but by its holder.
+ * emptied but by its holder; an entry not held holds a block at least
+ * (so the entries are bounded with the bytes).
  */
 #include "tiers/part_cache.h"
 
@@ -179,6 +180,14 @@ static struct part_entry *entry_new(const struct chunk_id *id, uint64_t h, size_
 	return e;
 }
 
+/* Remove e (not held), keeping its ledger for when it is made again.
+ * pc->lock held. */
+static void entry_forget(struct part_cache *pc, struct part_entry *e)
+{
+	pc->ghost[e->hash % PART_GHOSTS] = (struct part_ghost){ e->hash, e->asked, e->fetched };
+	entry_remove(pc, e);
+}
+
 /* Let entries go, least recently used first, until the blocks held fit
  * the bound; held entries stay.  pc->lock held. */
 static void enforce_cap(struct part_cache *pc)
@@ -189,9 +198,7 @@ static void enforce_cap(struct part_cache *pc)
 		prev = e->prev;
 		if (e->held)
 			continue;
-		pc->ghost[e->hash % PART_GHOSTS] =
-			(struct part_ghost){ e->hash, e->asked, e->fetched };
-		entry_remove(pc, e);
+		entry_forget(pc, e);
 		pc->dropped++;
 	}
 }
@@ -246,6 +253,8 @@ void part_cache_release(struct part_cache *pc, struct part_entry *e, bool drop)
 	e->held = false;
 	if (drop || e->drop)
 		entry_remove(pc, e);
+	else if (e->bytes == 0)
+		entry_forget(pc, e);   /* nothing held (its fetch failed): no entry */
 	enforce_cap(pc);
 	pthread_cond_broadcast(&pc->released);
 	pthread_mutex_unlock(&pc->lock);

@@ -160,3 +160,29 @@ Test(part_cache, entries_too_large_other_lengths_and_drops)
 	part_cache_free(pc);
 	free(src);
 }
+
+/* An entry let go holding no block (its fetch failed) is not kept, so
+ * the entries are bounded with the bytes; its ledger is. */
+Test(part_cache, an_entry_holding_nothing_is_not_kept)
+{
+	struct part_cache *pc = part_cache_new(8 * B);
+	struct part_cache_stats st;
+	uint64_t asked, fetched;
+	struct part_entry *e;
+
+	for (uint64_t i = 0; i < 100; i++) {
+		struct chunk_id id = cid("k", i);
+
+		e = acquire(pc, &id, 4 * B);
+		part_entry_account(e, B, 0);
+		part_cache_release(pc, e, false);
+	}
+	part_cache_stats(pc, &st);
+	cr_assert_eq(st.entries, 0, "%llu empty entries kept", (unsigned long long)st.entries);
+	struct chunk_id id = cid("k", 99);
+	e = acquire(pc, &id, 4 * B);
+	part_entry_ledger(e, &asked, &fetched);
+	cr_assert(asked == B && fetched == 0);
+	part_cache_release(pc, e, false);
+	part_cache_free(pc);
+}
