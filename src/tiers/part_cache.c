@@ -362,6 +362,20 @@ int part_entry_put(struct part_cache *pc, struct part_entry *e, size_t off, size
 	return rc;
 }
 
+/* Forget e, or, when a caller holds it, have its release forget it.
+ * Returns the bytes forgotten now.  pc->lock held. */
+static uint64_t entry_drop(struct part_cache *pc, struct part_entry *e)
+{
+	uint64_t bytes = e->bytes;
+
+	if (e->held) {
+		e->drop = true;
+		return 0;
+	}
+	entry_remove(pc, e);
+	return bytes;
+}
+
 uint64_t part_cache_drop(struct part_cache *pc, const char *key)
 {
 	struct part_entry *e, *next;
@@ -370,14 +384,8 @@ uint64_t part_cache_drop(struct part_cache *pc, const char *key)
 	pthread_mutex_lock(&pc->lock);
 	for (e = pc->head; e; e = next) {
 		next = e->next;
-		if (key && strcmp(e->key, key) != 0)
-			continue;
-		if (e->held) {
-			e->drop = true;   /* its holder lets it go */
-			continue;
-		}
-		bytes += e->bytes;
-		entry_remove(pc, e);
+		if (!key || strcmp(e->key, key) == 0)
+			bytes += entry_drop(pc, e);
 	}
 	pthread_mutex_unlock(&pc->lock);
 	return bytes;
@@ -390,10 +398,8 @@ void part_cache_drop_chunk(struct part_cache *pc, const struct chunk_id *id)
 
 	pthread_mutex_lock(&pc->lock);
 	e = entry_find(pc, id, h);
-	if (e && e->held)
-		e->drop = true;
-	else if (e)
-		entry_remove(pc, e);
+	if (e)
+		(void)entry_drop(pc, e);
 	pthread_mutex_unlock(&pc->lock);
 }
 

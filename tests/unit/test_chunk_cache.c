@@ -573,25 +573,40 @@ static void object_file(char *out, size_t n)
 	cr_assert_neq(out[0], '\0', "no object file");
 }
 
+/* Bytes [off, off + len) of chunk idx of o (chunks of cs bytes), read
+ * with chunk_cache_read() as a reader that is random or not: the right
+ * bytes; returns whether they came from a RAM chunk (else from a span of
+ * the read's own: SSD blocks, or a random reader's blocks). */
+static bool read_checked(struct chunk_cache *cc, const struct store *s,
+			 const struct chunk_obj *o, size_t cs, uint64_t idx, size_t off, size_t len,
+			 bool random)
+{
+	struct chunk_ref *ref;
+	void *span;
+	const unsigned char *p;
+	bool from_ram;
+
+	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, random, &ref, &span,
+				      (const void **)&p), TFS_OK);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), idx * cs + off + i),
+			     "chunk %llu: wrong byte at %zu", (unsigned long long)idx, off + i);
+	from_ram = ref != NULL;
+	if (ref)
+		chunk_ref_put(ref);
+	free(span);
+	return from_ram;
+}
+
 /* bytes [off, off + len) of chunk idx of o, read with chunk_cache_read():
  * right, and from SSD's blocks (no RAM reference) when from_ssd */
 static void range_ok(struct chunk_cache *cc, struct store *s, const struct chunk_obj *o,
 		     size_t cs, uint64_t idx, size_t off, size_t len, bool from_ssd)
 {
-	struct chunk_ref *ref;
-	void *span;
-	const unsigned char *p;
+	bool from_ram = read_checked(cc, s, o, cs, idx, off, len, false);
 
-	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, false, &ref, &span, (const void **)&p),
-		     TFS_OK);
-	cr_expect_eq(ref == NULL, from_ssd, "chunk %llu at %zu: %s", (unsigned long long)idx,
+	cr_expect_eq(!from_ram, from_ssd, "chunk %llu at %zu: %s", (unsigned long long)idx,
 		     off, from_ssd ? "not read from SSD" : "read from SSD");
-	for (size_t i = 0; i < len; i++)
-		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), idx * cs + off + i),
-			     "chunk %llu: wrong byte at %zu", (unsigned long long)idx, off + i);
-	if (ref)
-		chunk_ref_put(ref);
-	free(span);
 }
 
 /* A read of a few bytes of a chunk on SSD reads and checks only the
@@ -732,27 +747,13 @@ static uint64_t store_bytes(struct chunk_cache *cc)
 	return st.store_bytes;
 }
 
-/* A random read of [off, off + len) of o: the right bytes; returns
- * whether they came from a RAM chunk (else from the read's own span). */
+/* A random read of [off, off + len) of o (within one chunk): the right
+ * bytes; returns whether they came from a RAM chunk (else from the read's
+ * own span). */
 static bool random_read_ok(struct chunk_cache *cc, const struct store *s,
 			   const struct chunk_obj *o, uint64_t off, size_t len)
 {
-	uint64_t idx = off / RCS;
-	struct chunk_ref *ref;
-	void *span;
-	const unsigned char *p;
-	bool from_ram;
-
-	cr_assert_eq(chunk_cache_read(cc, o, idx, (size_t)(off % RCS), len, true, &ref, &span,
-				      (const void **)&p), TFS_OK);
-	for (size_t i = 0; i < len; i++)
-		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), off + i),
-			     "wrong byte at %llu", (unsigned long long)(off + i));
-	from_ram = ref != NULL;
-	if (ref)
-		chunk_ref_put(ref);
-	free(span);
-	return from_ram;
+	return read_checked(cc, s, o, RCS, off / RCS, (size_t)(off % RCS), len, true);
 }
 
 /* Reads far apart fetch the blocks that cover them and nothing else, a
