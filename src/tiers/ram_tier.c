@@ -681,8 +681,8 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
 
 /* A slot for a miss on chunk hash h, to be filled in size bytes: a free
  * one, else the policy's victim (evicted), else any evictable slot; then
- * more victims, their buffers freed, until the buffers fit the capacity
- * with this one's.  NULL when every slot is pinned or filling; with
+ * more victims, until the buffers fit the capacity with this one's: the
+ * first whose buffer fits gives it to this slot, the others' are freed.  NULL when every slot is pinned or filling; with
  * nothing more to evict the buffers may exceed the capacity by the fills
  * in flight and the chunks just before them (victim_take's trim), except
  * for an epoch's fetch ahead (epoch), which gets NULL instead.  An
@@ -719,16 +719,27 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 	}
 	if (s && !buf_fits(s, size)) {
 		slot_buf_drop(t, s);
-		while (atomic_load(&t->mem) + size > t->capacity) {
+		while (atomic_load(&t->mem) + (s->buf ? 0 : size) > t->capacity) {
 			struct chunk_ref *v = victim_take(t, id, ahead, epoch, true);
 
 			if (!v)
 				break;
-			slot_buf_drop(t, v);
+			if (!s->buf && buf_fits(v, size)) {
+				/* the victim's buffer is this fill's: a buffer
+				 * freed and another allocated would be memory the
+				 * kernel zeroes again, an eighth of a cold
+				 * reader's CPU */
+				s->buf = v->buf;
+				s->cap = v->cap;
+				v->buf = NULL;
+				v->cap = 0;
+			} else {
+				slot_buf_drop(t, v);
+			}
 			v->fnext = t->free_top;
 			t->free_top = v;
 		}
-		if (epoch && atomic_load(&t->mem) + size > t->capacity) {
+		if (epoch && !s->buf && atomic_load(&t->mem) + size > t->capacity) {
 			/* no room but by evicting what the epoch has yet to read */
 			s->fnext = t->free_top;
 			t->free_top = s;
