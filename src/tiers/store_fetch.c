@@ -13,6 +13,10 @@
 #include "common/log.h"
 #include "common/tfs_err.h"
 
+/* A part's thread stack: a GET through libcurl and OpenSSL needs tens of
+ * KiB. */
+#define PART_STACK ((size_t)512 * 1024)
+
 /* One ranged GET of a fetch, run on its own thread for parts > 0. */
 struct fetch_part {
 	struct objstore *store;
@@ -41,7 +45,8 @@ int store_fetch(struct objstore *store, unsigned parallel, const struct chunk_ob
 {
 	struct fetch_part parts[STORE_FETCH_PARTS_MAX];
 	pthread_t th[STORE_FETCH_PARTS_MAX];
-	bool started[STORE_FETCH_PARTS_MAX] = { false };
+	bool started[STORE_FETCH_PARTS_MAX] = { false }, have_attr = false;
+	pthread_attr_t attr;
 	size_t n = want / STORE_FETCH_PART_MIN, each, done = 0;
 	int rc = TFS_OK;
 
@@ -66,9 +71,20 @@ int store_fetch(struct objstore *store, unsigned parallel, const struct chunk_ob
 		done += p->len;
 	}
 	/* parts 1.. on threads, part 0 here; a failed thread start runs its
-	 * part here too, so a fetch never depends on threads being available */
+	 * part here too, so a fetch never depends on threads being available.
+	 * Small stacks: the C library keeps 40 MiB of ended threads' stacks
+	 * for the next ones, five of the default 8 MiB; a cold reader's
+	 * fetches mapped and unmapped a stack per part beyond those. */
+	if (n > 1 && pthread_attr_init(&attr) == 0) {
+		have_attr = pthread_attr_setstacksize(&attr, PART_STACK) == 0;
+		if (!have_attr)
+			pthread_attr_destroy(&attr);
+	}
 	for (size_t i = 1; i < n; i++)
-		started[i] = pthread_create(&th[i], NULL, part_run, &parts[i]) == 0;
+		started[i] = pthread_create(&th[i], have_attr ? &attr : NULL, part_run,
+					    &parts[i]) == 0;
+	if (have_attr)
+		pthread_attr_destroy(&attr);
 	part_run(&parts[0]);
 	for (size_t i = 1; i < n; i++) {
 		if (started[i])
