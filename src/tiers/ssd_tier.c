@@ -637,6 +637,39 @@ static ssize_t rw_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 	return (ssize_t)total;
 }
 
+/* Write a chunk's len bytes at off (a multiple of DIRECT_ALIGN) to fd,
+ * open for writing: its whole pages around the page cache (O_DIRECT)
+ * when the buffer is page-aligned and the filesystem allows it, the rest
+ * (a file's last partial page, or all of it otherwise) through the page
+ * cache.  The copy into the page cache was a third of a cold reader's
+ * CPU on two cores, and the bytes are read back from the device anyway
+ * (job_verify).  Returns the bytes written or -1 (errno set). */
+#define DIRECT_ALIGN ((size_t)4096)
+static ssize_t chunk_pwrite(int fd, const void *data, size_t len, uint64_t off)
+{
+	size_t direct = len / DIRECT_ALIGN * DIRECT_ALIGN;
+	void *buf = (void *)(uintptr_t)data;
+	int fl = fcntl(fd, F_GETFL), err;
+	ssize_t n = -1;
+
+	if (direct && (uintptr_t)data % DIRECT_ALIGN == 0 && off % DIRECT_ALIGN == 0 && fl >= 0 &&
+	    fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
+		n = rw_full(fd, buf, direct, off, true);
+		err = errno;
+		(void)fcntl(fd, F_SETFL, fl);
+		if (n < 0 && err != EINVAL) {
+			errno = err;
+			return -1;   /* the device's answer */
+		}
+	}
+	if (n != (ssize_t)direct)   /* refused (EINVAL): all through the page cache */
+		return rw_full(fd, buf, len, off, true);
+	if (direct == len)
+		return n;
+	n = rw_full(fd, (char *)buf + direct, len - direct, off + direct, true);
+	return n < 0 ? -1 : (ssize_t)direct + n;
+}
+
 /* READ_BUSY: the system, not the file, said no (out of descriptors or
  * memory, interrupted): a miss that keeps the entry. */
 enum read_result { READ_OK, READ_GONE, READ_IOERR, READ_BAD, READ_BUSY };
@@ -900,8 +933,7 @@ static bool job_write(struct ssd_tier *t, struct job *j)
 	if (j->fd < 0) {
 		err = errno;
 	} else {
-		n = rw_full(j->fd, (void *)(uintptr_t)j->data, j->len,
-			    e->index * t->chunk_size, true);
+		n = chunk_pwrite(j->fd, j->data, j->len, e->index * t->chunk_size);
 		if (n < 0)
 			err = errno;
 		else if ((size_t)n != j->len)
@@ -2422,9 +2454,10 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	    t->spill_used + len <= t->spill_max) {
 		t->spill_used += len;
 		pthread_mutex_unlock(&t->lock);
-		copy = malloc(len);
-		if (copy)
+		if (posix_memalign(&copy, DIRECT_ALIGN, len) == 0)   /* see chunk_pwrite */
 			memcpy(copy, data, len);
+		else
+			copy = NULL;
 		pthread_mutex_lock(&t->lock);
 		if (!copy) {
 			t->spill_used -= len;

@@ -9,7 +9,9 @@
  *   TIERFS_IOFAULT_OPS    which calls fail: any of "pread,pwrite,fsync"
  *                         (fsync covers fdatasync; default all three)
  *   TIERFS_IOFAULT_EVERY  fail every Nth matching call (default 3; 0 = off)
- *   TIERFS_IOFAULT_ERRNO  EIO (default) or ENOSPC
+ *   TIERFS_IOFAULT_ERRNO  EIO (default), ENOSPC, or EINVAL (with
+ *                         TIERFS_IOFAULT_DIRECT: a filesystem that opens
+ *                         files O_DIRECT but refuses such reads or writes)
  *   TIERFS_IOFAULT_DIRECT "1": only calls on descriptors opened with
  *                         O_DIRECT (the device fails, its page cache not)
  *   TIERFS_IOFAULT_LOG    a file that gets one line per injected failure
@@ -71,7 +73,7 @@ static void setup(void)
 	s = getenv("TIERFS_IOFAULT_EVERY");
 	every = s ? strtoul(s, NULL, 10) : 3;
 	s = getenv("TIERFS_IOFAULT_ERRNO");
-	fail_errno = s && !strcmp(s, "ENOSPC") ? ENOSPC : EIO;
+	fail_errno = s && !strcmp(s, "ENOSPC") ? ENOSPC : s && !strcmp(s, "EINVAL") ? EINVAL : EIO;
 	s = getenv("TIERFS_IOFAULT_DIRECT");
 	direct_only = s && !strcmp(s, "1");
 	s = getenv("TIERFS_IOFAULT_LOG");
@@ -108,7 +110,8 @@ static bool fault(int op, int fd)
 	if (log_fd >= 0) {
 		char line[4200];
 		int m = snprintf(line, sizeof(line), "%s %s %s\n", op_names[op],
-				 fail_errno == ENOSPC ? "ENOSPC" : "EIO", path);
+				 fail_errno == ENOSPC ? "ENOSPC" : fail_errno == EINVAL ? "EINVAL" : "EIO",
+				 path);
 		if (m > 0 && write(log_fd, line, (size_t)m < sizeof(line) ? (size_t)m : sizeof(line) - 1) < 0)
 			(void)0;
 	}
