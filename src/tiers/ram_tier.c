@@ -682,7 +682,8 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
 /* A slot for a miss on chunk hash h, to be filled in size bytes: a free
  * one, else the policy's victim (evicted), else any evictable slot; then
  * more victims, until the buffers fit the capacity with this one's: the
- * first whose buffer fits gives it to this slot, the others' are freed.  NULL when every slot is pinned or filling; with
+ * first whose buffer fits gives it to this slot, the others' are freed.
+ * NULL when every slot is pinned or filling; with
  * nothing more to evict the buffers may exceed the capacity by the fills
  * in flight and the chunks just before them (victim_take's trim), except
  * for an epoch's fetch ahead (epoch), which gets NULL instead.  An
