@@ -59,6 +59,8 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "I/O errors of the tier.", NULL) \
 	X(dropped, TFS_CK_COUNT, TFS_CU_COUNT, "tier_dropped_total", \
 	  "Chunks dropped instead of stored.", "dropped") \
+	X(spilled, TFS_CK_COUNT, TFS_CU_COUNT, "tier_spilled_total", \
+	  "Readers' chunks copied to wait for a writer that was behind.", "spilled") \
 	X(rejected, TFS_CK_COUNT, TFS_CU_COUNT, "tier_rejected_total", \
 	  "Chunks the admission policy refused.", "rejected") \
 	X(waits, TFS_CK_COUNT, TFS_CU_COUNT, "tier_waits_total", \

@@ -179,7 +179,7 @@ struct ssd_tier {
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
 	_Atomic uint64_t ahead_evicted;
-	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected;
+	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected, spilled;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
 	struct pin_set *pins;        /* the operator's pins (borrowed); NULL = none */
@@ -2488,8 +2488,10 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	t->q_bytes += bytes_of(len);   /* a copy's bytes too: they take room */
 	queue_push(t, j);   /* the writer owns j (and our copy) from here */
 	pthread_mutex_unlock(&t->lock);
-	if (copy)
+	if (copy) {
+		STAT_ADD(t, spilled, 1);
 		release(arg);   /* the caller's buffer: copied */
+	}
 	return true;
 refuse:
 	if (copy) {
@@ -2803,6 +2805,7 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->checksum_failures = atomic_load(&t->checksum_failures);
 	out->io_errors = atomic_load(&t->io_errors);
 	out->dropped = atomic_load(&t->dropped);
+	out->spilled = atomic_load(&t->spilled);
 	out->rejected = atomic_load(&t->rejected);
 	out->degraded = atomic_load(&t->degraded);
 	out->ahead_evicted = atomic_load(&t->ahead_evicted);

@@ -1363,7 +1363,8 @@ Test(ssd_tier, a_plan_keeps_what_it_reads_later_and_admits_nothing_it_is_done_wi
 /* The writer behind: with one chunk's room on callers' buffers, the
  * others wait as copies (the callers' buffers released at once), readers
  * read them before they are written, and none is dropped while the
- * copies fit; past spill_max they are dropped and counted. */
+ * copies fit; past spill_max they are dropped and counted.  Copies are
+ * counted as spilled, only when made. */
 Test(ssd_tier, chunks_beyond_the_queue_wait_as_copies_and_are_readable)
 {
 	struct ssd_tier_config cfg = cfg_default();
@@ -1387,6 +1388,7 @@ Test(ssd_tier, chunks_beyond_the_queue_wait_as_copies_and_are_readable)
 	st = stats(t);
 	cr_expect_eq(st.dropped, 0);
 	cr_expect_eq(st.entries, 32);
+	cr_expect_leq(st.spilled, 31, "the first chunk had the queue to itself");
 	for (uint64_t i = 0; i < 32; i++) {
 		struct chunk_id id = { "spill", "e", i };
 
@@ -1405,6 +1407,7 @@ Test(ssd_tier, chunks_beyond_the_queue_wait_as_copies_and_are_readable)
 	ssd_tier_flush(t);
 	st = stats(t);
 	cr_expect_eq(st.insertions + st.dropped, 32, "every chunk stored or counted as dropped");
+	cr_expect_eq(st.spilled, 0, "no room for copies, yet copies counted");
 	ssd_tier_close(t);
 }
 
