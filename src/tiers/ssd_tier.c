@@ -637,22 +637,21 @@ static ssize_t rw_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 	return (ssize_t)total;
 }
 
-/* Write a chunk's len bytes at off (a multiple of DIRECT_ALIGN) to fd,
+/* Write a chunk's len bytes at off (a multiple of DIO_ALIGN) to fd,
  * open for writing: its whole pages around the page cache (O_DIRECT)
  * when the buffer is page-aligned and the filesystem allows it, the rest
  * (a file's last partial page, or all of it otherwise) through the page
  * cache.  The copy into the page cache was a third of a cold reader's
  * CPU on two cores, and the bytes are read back from the device anyway
  * (job_verify).  Returns the bytes written or -1 (errno set). */
-#define DIRECT_ALIGN ((size_t)4096)
 static ssize_t chunk_pwrite(int fd, const void *data, size_t len, uint64_t off)
 {
-	size_t direct = len / DIRECT_ALIGN * DIRECT_ALIGN;
+	size_t direct = len / DIO_ALIGN * DIO_ALIGN;
 	void *buf = (void *)(uintptr_t)data;
 	int fl = fcntl(fd, F_GETFL), err;
 	ssize_t n = -1;
 
-	if (direct && (uintptr_t)data % DIRECT_ALIGN == 0 && off % DIRECT_ALIGN == 0 && fl >= 0 &&
+	if (direct && (uintptr_t)data % DIO_ALIGN == 0 && off % DIO_ALIGN == 0 && fl >= 0 &&
 	    fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
 		n = rw_full(fd, buf, direct, off, true);
 		err = errno;
@@ -2454,7 +2453,7 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	    t->spill_used + len <= t->spill_max) {
 		t->spill_used += len;
 		pthread_mutex_unlock(&t->lock);
-		if (posix_memalign(&copy, DIRECT_ALIGN, len) == 0)   /* see chunk_pwrite */
+		if (posix_memalign(&copy, DIO_ALIGN, len) == 0)   /* see chunk_pwrite */
 			memcpy(copy, data, len);
 		else
 			copy = NULL;
