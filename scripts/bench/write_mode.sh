@@ -15,6 +15,9 @@
 # root (drop_caches) and python3.
 set -euo pipefail
 
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/bench.sh
+source "$ROOT/scripts/lib/bench.sh"
 DIR=${1:-${TMPDIR:-/var/tmp}}
 SIZE_MIB=${2:-2048}
 RUNS=${3:-3}
@@ -56,13 +59,8 @@ EOF
 
 # read_mibs: one read of the file, page cache dropped first, in MiB/s
 read_mibs() {
-	local t0 t1
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	t0=$(date +%s.%N)
-	dd if="$FILE" of=/dev/null bs=1M status=none
-	t1=$(date +%s.%N)
-	awk -v s="$SIZE_MIB" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", s / (b - a) }'
+	drop_caches
+	mibs $((SIZE_MIB * 1048576)) "$(secs_of dd if="$FILE" of=/dev/null bs=1M status=none)"
 }
 
 echo "| written | run | first read MiB/s | second read MiB/s |"
