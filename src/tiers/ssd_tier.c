@@ -1103,6 +1103,7 @@ synced:
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = js[i];
 		struct ssd_entry *e = j->e;
+		uint32_t ahead;
 
 		if (!ok[i] || rc != TFS_OK) {
 			if (rc != TFS_OK && ok[i])
@@ -1113,10 +1114,15 @@ synced:
 		}
 		close(j->fd);
 		pthread_mutex_lock(&t->lock);
-		/* PENDING -> STORED: now readers may see it */
+		/* PENDING -> STORED: now readers may see it.  A fetch ahead
+		 * keeps its mark (and its bytes in ahead_bytes): being written
+		 * is not being read, nor being evicted. */
+		ahead = e->ahead_epoch;
+		e->ahead_epoch = 0;
 		table_remove(t, e);
 		t->reserved -= e->bytes;
 		e->state = ENTRY_STORED;
+		e->ahead_epoch = ahead;
 		e->pending = NULL;
 		e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
 		e->checked = (uint64_t)clock_coarse_ms() / 1000;

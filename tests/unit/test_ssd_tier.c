@@ -1433,3 +1433,69 @@ Test(ssd_tier, a_scrub_reads_each_chunk_once_a_call)
 	cr_expect(read_ok(t, &b, 100));
 	ssd_tier_close(t);
 }
+
+/* Queue a patterned chunk through one of the store calls (a scan's
+ * ssd_tier_store_ahead, an operator's ssd_tier_store_forced). */
+static bool store_kind(struct ssd_tier *t, const struct chunk_id *id, size_t len,
+		       bool (*how)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
+				   ssd_tier_release_fn, void *))
+{
+	unsigned char *b = malloc(len);
+
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = pattern(id, i);
+	return how(t, id, b, len, release_free, b);
+}
+
+/* A chunk fetched ahead stays marked once written: eviction passes it
+ * over until its reader reads it, and it counts as fetched ahead, not as
+ * evicted unread.  (The move from pending to stored once dropped the
+ * mark and counted every written fetch ahead as evicted unread.) */
+Test(ssd_tier, a_fetch_ahead_is_kept_for_its_reader_once_written)
+{
+	struct ssd_tier_config cfg = cfg_default();
+	struct chunk_id ahead[2] = { { "ahead0", "e", 0 }, { "ahead1", "e", 0 } };
+	struct ssd_tier *t;
+	struct tier_stats st;
+	uint64_t one;
+
+	cfg.capacity = 3 * FILE_BYTES(CS);
+	t = tier_open(&cfg);
+	for (int i = 0; i < 2; i++) {
+		cr_assert(ssd_tier_ahead_room(t, CS));
+		cr_assert(store_kind(t, &ahead[i], CS, ssd_tier_store_ahead));
+	}
+	ssd_tier_flush(t);
+	st = stats(t);
+	cr_assert_eq(st.entries, 2);
+	one = st.bytes_used / 2;
+	cr_assert_eq(st.ahead_bytes, 2 * one, "written, not read: still ahead");
+	cr_assert_eq(st.ahead_evicted, 0, "nothing was evicted");
+
+	/* an operator's warm-up of four more files: room for one at a time */
+	for (uint64_t i = 0; i < 4; i++) {
+		struct chunk_id id = { "warm", "e", i };
+
+		cr_assert(store_kind(t, &id, CS, ssd_tier_store_forced));
+		ssd_tier_flush(t);
+	}
+	st = stats(t);
+	cr_assert_geq(st.evictions, 3);
+	cr_assert_eq(st.ahead_evicted, 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert(read_ok(t, &ahead[i], CS), "%s, fetched ahead, evicted unread", ahead[i].key);
+	st = stats(t);
+	cr_assert_eq(st.ahead_bytes, 0, "both read");
+
+	/* read, they are ordinary chunks: the next warm-ups may take them */
+	for (uint64_t i = 4; i < 8; i++) {
+		struct chunk_id id = { "warm", "e", i };
+
+		cr_assert(store_kind(t, &id, CS, ssd_tier_store_forced));
+		ssd_tier_flush(t);
+	}
+	cr_assert_not(read_ok(t, &ahead[0], CS) && read_ok(t, &ahead[1], CS));
+	cr_assert_eq(stats(t).ahead_evicted, 0, "read before they went");
+	ssd_tier_close(t);
+}
