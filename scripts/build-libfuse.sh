@@ -13,7 +13,18 @@
 #
 # Idempotent: a prefix already holding this version is left as it is.
 # Run as root (apt-get); scripts/setup.sh calls it.
+#
+# --example also builds libfuse's own passthrough_hp example (C++) into
+# PREFIX/bin: the loader benchmark's floor, the least any FUSE daemon
+# with kernel passthrough pays per file on this machine.
 set -euo pipefail
+
+EXAMPLE=0
+case ${1:-} in
+--example) EXAMPLE=1 ;;
+"") ;;
+*) echo "usage: build-libfuse.sh [--example]" >&2; exit 2 ;;
+esac
 
 VERSION=3.17.2
 DEB_VERSION=3.17.2-3
@@ -27,11 +38,14 @@ STAMP=$PREFIX/.tierfs-built
 
 die() { echo "build-libfuse: ERROR: $*" >&2; exit 1; }
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$DEB_VERSION" ]; then
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$DEB_VERSION" ] &&
+	{ [ "$EXAMPLE" = 0 ] || [ -x "$PREFIX/bin/passthrough_hp" ]; }; then
 	echo "build-libfuse: ok: libfuse $DEB_VERSION in $PREFIX"
 	exit 0
 fi
-for b in apt-get dpkg-source meson ninja sha256sum; do
+tools=(apt-get dpkg-source meson ninja sha256sum)
+[ "$EXAMPLE" = 1 ] && tools+=(g++)
+for b in "${tools[@]}"; do
 	command -v "$b" >/dev/null || die "missing $b (scripts/setup.sh installs it)"
 done
 
@@ -65,11 +79,16 @@ check "fuse3_$DEB_VERSION.debian.tar.xz" "$SHA_DEBIAN"
 
 (cd "$work" && dpkg-source --no-check -x "fuse3_$DEB_VERSION.dsc" src) >>"$work/apt.log" 2>&1 ||
 	{ tail -n 20 "$work/apt.log"; die "dpkg-source -x failed"; }
-# the library alone: no fusermount (tierfs mounts as root), no examples
+# the library alone: no fusermount (tierfs mounts as root), and the
+# examples only when asked (passthrough_hp, kept; the others are built too)
+examples=false
+[ "$EXAMPLE" = 1 ] && examples=true
 (cd "$work/src" &&
 	meson setup b --prefix="$PREFIX" --libdir=lib -Ddefault_library=static -Dutils=false \
-		-Dexamples=false -Dtests=false -Duseroot=false -Dudevrulesdir="$work/udev" &&
-	ninja -C b && rm -rf "$PREFIX" && ninja -C b install) >"$work/build.log" 2>&1 ||
+		-Dexamples=$examples -Dtests=false -Duseroot=false -Dudevrulesdir="$work/udev" &&
+	ninja -C b && rm -rf "$PREFIX" && ninja -C b install &&
+	if [ "$EXAMPLE" = 1 ]; then install -D -m 755 b/example/passthrough_hp "$PREFIX/bin/passthrough_hp"; fi) \
+	>"$work/build.log" 2>&1 ||
 	{ tail -n 30 "$work/build.log"; die "building libfuse $VERSION failed"; }
 echo "$DEB_VERSION" >"$STAMP"
 echo "build-libfuse: built libfuse $DEB_VERSION into $PREFIX"

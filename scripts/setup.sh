@@ -21,8 +21,9 @@ PKGS=(
     libjson-c-dev
     # local S3 server (scripts/rgw/start-rgw.sh)
     ceph-mon ceph-osd radosgw ceph-common uuid-runtime curl
-    # tests, comparisons and benchmarks
-    python3 s3fs rclone fio psmisc procps util-linux kmod
+    # tests, comparisons and benchmarks (g++: libfuse's passthrough_hp
+    # example, the loader benchmark's FUSE floor)
+    python3 s3fs rclone fio psmisc procps util-linux kmod g++
     # tests/tools/credserver.py: RS256 checks of service-account assertions
     python3-cryptography
     # contrib/python's PyTorch sampler: its test and the loader benchmark

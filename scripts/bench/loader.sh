@@ -10,6 +10,10 @@
 #   tierfs       tierfs, --cache-dir (the dataset fits), no plan
 #   tierfs+plan  the same, the sampler wrapped in contrib/python's
 #                PlanSampler (each epoch's order handed over first)
+#   fusefloor    libfuse's own passthrough_hp example over the local copy,
+#                with kernel passthrough: what any FUSE daemon pays per
+#                file here, the floor under tierfs's cached epochs
+#                (scripts/build-libfuse.sh --example builds it)
 #   s3fs         -o use_cache (as scripts/bench/peers.sh mounts it)
 #   rclone       --vfs-cache-mode full (as peers.sh)
 #   network      the dataset's bytes by curl --parallel --parallel-max 16
@@ -37,12 +41,12 @@
 #   LOADER_FILES (3000), LOADER_CLASSES (10)   dataset: class k's files are
 #       40 KB + k x 160 KB / (CLASSES - 1): 40 to 200 KB
 #   LOADER_EPOCHS (3), LOADER_WORKERS (2), LOADER_BATCH (32), LOADER_SEED (1)
-#   LOADER_RUNS (3)   runs of the local, tierfs and tierfs+plan rows and of
+#   LOADER_RUNS (3)   runs of the local, tierfs, tierfs+plan and fusefloor rows and of
 #       the network limit, interleaved (run 1 of each, then run 2, ...);
 #       each cell is the median, with the range over the runs; s3fs, rclone
 #       and half run once (minutes each, and far from the targets either way)
 #   LOADER_LATENCY_MS (20), LOADER_BANDWIDTH (90000000)   the emulator
-#   LOADER_TOOLS ("local tierfs tierfs+plan s3fs rclone half")  rows to run
+#   LOADER_TOOLS ("local tierfs tierfs+plan fusefloor s3fs rclone half")  rows to run
 #       (half: the twice-the-cache run; its SSD tier must hold a chunk,
 #       8 MiB past an 8 MiB RAM tier: some 300 files of the default sizes)
 #   LOADER_STEP_TIMEOUT (900)   seconds before one epoch is a FAIL
@@ -71,7 +75,7 @@ LATENCY_MS=${LOADER_LATENCY_MS:-20}
 BANDWIDTH=${LOADER_BANDWIDTH:-90000000}
 STEP_TIMEOUT=${LOADER_STEP_TIMEOUT:-900}
 CURL_PAR=16
-read -r -a TOOLS <<<"${LOADER_TOOLS:-local tierfs tierfs+plan s3fs rclone half}"
+read -r -a TOOLS <<<"${LOADER_TOOLS:-local tierfs tierfs+plan fusefloor s3fs rclone half}"
 # shellcheck disable=SC2206
 EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
 PY=/usr/bin/python3
@@ -83,7 +87,7 @@ for v in FILES CLASSES EPOCHS RUNS WORKERS BATCH SEED LATENCY_MS BANDWIDTH STEP_
 done
 [ "$CLASSES" -ge 2 ] || die "LOADER_CLASSES must be at least 2"
 for t in "${TOOLS[@]}"; do
-	case $t in local | tierfs | tierfs+plan | s3fs | rclone | half) ;; *) die "unknown row '$t'" ;; esac
+	case $t in local | tierfs | tierfs+plan | fusefloor | s3fs | rclone | half) ;; *) die "unknown row '$t'" ;; esac
 done
 has() { [[ " ${TOOLS[*]} " == *" $1 "* ]]; }
 
@@ -113,6 +117,11 @@ for p in s3fs rclone fusermount3 curl; do
 	command -v "$p" >/dev/null || die "$p is needed (scripts/setup.sh installs it)"
 done
 $PY -c 'import torch' 2>/dev/null || die "$PY cannot import torch (scripts/setup.sh installs python3-torch)"
+FLOOR_BIN=$ROOT/deps/fuse3/bin/passthrough_hp
+if has fusefloor; then
+	bash scripts/build-libfuse.sh --example >"$LOGS/build-libfuse.log" 2>&1 ||
+		die "scripts/build-libfuse.sh --example failed (see $LOGS/build-libfuse.log)"
+fi
 
 bench_proxy_start "$LOGS/faultproxy.log" || exit 2
 bench_peer_config
@@ -186,6 +195,9 @@ mount_tool() {
 		build/tierfs mount s3://bench "$MNT" -f --endpoint "$PROXY" --path-style \
 			--cache-dir "$cache" "$@" "${EXTRA[@]}" >>"$LOGS/tierfs.log" 2>&1 &
 		;;
+	fusefloor)
+		"$FLOOR_BIN" --foreground "$LOCAL" "$MNT" >>"$LOGS/fusefloor.log" 2>&1 &
+		;;
 	s3fs)
 		s3fs bench "$MNT" -f -o "url=$PROXY,use_path_request_style,use_cache=$cache,passwd_file=$WORK/s3fs.passwd,ro,endpoint=$AWS_DEFAULT_REGION" \
 			>>"$LOGS/s3fs.log" 2>&1 &
@@ -238,7 +250,7 @@ cell() {
 
 ROWS=()
 for t in "${TOOLS[@]}"; do
-	case $t in local | tierfs | tierfs+plan | s3fs | rclone) ROWS+=("$t") ;; esac
+	case $t in local | tierfs | tierfs+plan | fusefloor | s3fs | rclone) ROWS+=("$t") ;; esac
 done
 for RUN in $(seq "$RUNS"); do
 	for t in "${ROWS[@]}"; do
@@ -329,7 +341,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b =
 	echo "torch DataLoader, $WORKERS workers, batch $BATCH, RandomSampler seeded per epoch (same orders for"
 	echo "every tool); radosgw behind tierfs-faultproxy ($LATENCY_MS ms to first byte, $BANDWIDTH B/s per"
 	echo "connection); page cache dropped before every epoch; each tool on a fresh mount, empty cache."
-	echo "local, tierfs, tierfs+plan and the network limit: median of $RUNS runs, interleaved (range in"
+	echo "local, tierfs, tierfs+plan, fusefloor and the network limit: median of $RUNS runs, interleaved (range in"
 	echo "parentheses); s3fs, rclone and the twice-the-cache run: one run. Ratios are of medians."
 	echo
 	printf '| tool |'
@@ -367,6 +379,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b =
 				echo "- epoch $e, $r / local disk: $(ratio "${SECS[$r,$e]}" "${SECS[local,$e]}") (target <= 1.5)"
 			done
 		done
+		if has fusefloor; then
+			for e in $(seq "$EPOCHS"); do
+				echo "- epoch $e, fusefloor / local disk: $(ratio "${SECS[fusefloor,$e]}" "${SECS[local,$e]}") (no target: the floor of a FUSE daemon with passthrough)"
+			done
+		fi
 	fi
 	if has half && [ -n "${BELADY:-}" ]; then
 		echo "- twice the cache, with a plan: $HALF_LINE"
