@@ -510,9 +510,11 @@ static void table_insert(struct ssd_tier *t, struct ssd_entry *e)
 	table_grow(t);
 }
 
-/* Take e out of the table; its object stays (the caller frees it with
- * obj_maybe_free once done with e->obj). */
-static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
+/* Unlink e from the table and its counts, its fetch-ahead mark left as
+ * it is: a move (PENDING -> STORED, table_insert next) is not a removal.
+ * Its object stays (the caller frees it with obj_maybe_free once done
+ * with e->obj). */
+static void table_unlink(struct ssd_tier *t, struct ssd_entry *e)
 {
 	struct ssd_entry **pp = &t->buckets[e->lo & (t->n_buckets - 1)];
 
@@ -523,7 +525,6 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 	*pp = e->hnext;
 	e->hnext = NULL;
 	t->n_table--;
-	ahead_clear(t, e, true);
 	assert(e->obj->entries > 0);
 	e->obj->entries--;
 	if (e->state == ENTRY_STORED) {
@@ -534,6 +535,14 @@ static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
 		if (t->policy && !e->pinned)
 			evict_policy_remove(t->policy, e->lo);
 	}
+}
+
+/* Take e out of the table for good: a fetch ahead not read yet leaves
+ * unread (counted). */
+static void table_remove(struct ssd_tier *t, struct ssd_entry *e)
+{
+	ahead_clear(t, e, true);
+	table_unlink(t, e);
 }
 
 /* For assert() only: the counters match the table.  O(entries), so it
@@ -812,6 +821,19 @@ static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
  * emptying the cache would not help).  Likewise when key (the object
  * being stored; NULL: an operator's or no chunk) is one the reader's plan
  * is done with (ssd_tier_set_plan).  Writer thread, or open. */
+/* The tier's filesystem now: *avail bytes free to us, of which *reserve
+ * must stay free (min_free_pct of it).  0, or -1 (errno set). */
+static int fs_space(const struct ssd_tier *t, uint64_t *avail, uint64_t *reserve)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(t->dir_fd, &sv) < 0)
+		return -1;
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	*reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * t->min_free_pct;
+	return 0;
+}
+
 static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candidate,
 		      const char *key, bool *rejected)
 {
@@ -821,13 +843,10 @@ static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candida
 	if (t->capacity && need > t->capacity)
 		return false;
 	if (check_fs) {
-		struct statvfs sv;
-		if (fstatvfs(t->dir_fd, &sv) < 0) {
+		if (fs_space(t, &avail, &reserve) < 0) {
 			log_warn("ssd tier %s: statvfs: %s", t->dir, strerror(errno));
 			return false;
 		}
-		avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-		reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * t->min_free_pct;
 		pthread_mutex_lock(&t->lock);
 		used = t->bytes_used;
 		pthread_mutex_unlock(&t->lock);
@@ -1103,7 +1122,6 @@ synced:
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = js[i];
 		struct ssd_entry *e = j->e;
-		uint32_t ahead;
 
 		if (!ok[i] || rc != TFS_OK) {
 			if (rc != TFS_OK && ok[i])
@@ -1117,12 +1135,9 @@ synced:
 		/* PENDING -> STORED: now readers may see it.  A fetch ahead
 		 * keeps its mark (and its bytes in ahead_bytes): being written
 		 * is not being read, nor being evicted. */
-		ahead = e->ahead_epoch;
-		e->ahead_epoch = 0;
-		table_remove(t, e);
+		table_unlink(t, e);
 		t->reserved -= e->bytes;
 		e->state = ENTRY_STORED;
-		e->ahead_epoch = ahead;
 		e->pending = NULL;
 		e->pinned = t->pins && pin_set_tier(t->pins, e->key) == PIN_SSD;
 		e->checked = (uint64_t)clock_coarse_ms() / 1000;
@@ -2577,7 +2592,6 @@ void ssd_tier_set_plan(struct ssd_tier *t, struct plan_slot *plans)
 uint64_t ssd_tier_room(struct ssd_tier *t)
 {
 	uint64_t now = clock_mono_us(), used, spare, at, room;
-	struct statvfs sv;
 
 	pthread_mutex_lock(&t->lock);
 	used = t->bytes_used;
@@ -2587,10 +2601,8 @@ uint64_t ssd_tier_room(struct ssd_tier *t)
 	if (!at || now - at >= ROOM_STATVFS_US) {
 		uint64_t avail, reserve;
 
-		if (fstatvfs(t->dir_fd, &sv) < 0)
+		if (fs_space(t, &avail, &reserve) < 0)
 			return t->capacity ? t->capacity : used;
-		avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-		reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * t->min_free_pct;
 		spare = avail > reserve ? avail - reserve : 0;
 		pthread_mutex_lock(&t->lock);
 		t->fs_spare = spare;
