@@ -60,6 +60,12 @@ struct sketch {
  * pages, as calloc's).  Smaller ones come from calloc. */
 #define HUGE_BYTES ((size_t)2 << 20)
 
+/* The length of the mapping of an array of bytes >= HUGE_BYTES. */
+static size_t huge_len(size_t bytes)
+{
+	return (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+}
+
 static void *table_alloc(size_t bytes)
 {
 	size_t len, head;
@@ -67,7 +73,7 @@ static void *table_alloc(size_t bytes)
 
 	if (bytes < HUGE_BYTES)
 		return calloc(1, bytes);
-	len = (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+	len = huge_len(bytes);
 	p = mmap(NULL, len + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 		 0);
 	if (p == MAP_FAILED)
@@ -90,7 +96,7 @@ static void table_free(void *p, size_t bytes)
 	if (bytes < HUGE_BYTES)
 		free(p);
 	else
-		munmap(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
+		munmap(p, huge_len(bytes));
 }
 
 static size_t table_bytes(const struct sketch *s)

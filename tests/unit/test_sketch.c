@@ -140,8 +140,6 @@ Test(sketch, restore_raises_without_counting_additions)
 	sketch_free(s);
 }
 
-/* Growing keeps every estimate: no key's count drops or rises, and the
- * grown sketch goes on counting. */
 /* A sketch of capacity 64 that saw key k (0 <= k < n) k % mod times;
  * before[k] its estimate. */
 static struct sketch *sketch_seen(uint64_t n, unsigned mod, unsigned *before)
@@ -157,6 +155,8 @@ static struct sketch *sketch_seen(uint64_t n, unsigned mod, unsigned *before)
 	return s;
 }
 
+/* Growing keeps every estimate: no key's count drops or rises, and the
+ * grown sketch goes on counting. */
 Test(sketch, grow_keeps_every_estimate)
 {
 	unsigned before[2000];

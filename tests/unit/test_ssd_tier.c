@@ -95,15 +95,25 @@ static void release_free(void *arg)
 	atomic_fetch_add(&released, 1);
 }
 
-/* Queue a patterned chunk; the buffer is freed by the release callback. */
-static bool store(struct ssd_tier *t, const struct chunk_id *id, size_t len)
+/* Queue a patterned chunk through one of the store calls (a reader's
+ * ssd_tier_store, a scan's ssd_tier_store_ahead, an operator's
+ * ssd_tier_store_forced); the buffer is freed by the release callback. */
+static bool store_kind(struct ssd_tier *t, const struct chunk_id *id, size_t len,
+		       bool (*how)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
+				   ssd_tier_release_fn, void *))
 {
 	unsigned char *b = malloc(len ? len : 1);
 
 	cr_assert_not_null(b);
 	for (size_t i = 0; i < len; i++)
 		b[i] = pattern(id, i);
-	return ssd_tier_store(t, id, b, len, release_free, b);
+	return how(t, id, b, len, release_free, b);
+}
+
+/* Queue a patterned chunk as a reader's. */
+static bool store(struct ssd_tier *t, const struct chunk_id *id, size_t len)
+{
+	return store_kind(t, id, len, ssd_tier_store);
 }
 
 /* Read and check: true on a byte-exact hit of want_len, false on a miss;
@@ -1432,20 +1442,6 @@ Test(ssd_tier, a_scrub_reads_each_chunk_once_a_call)
 	cr_expect(read_ok(t, &a, 1));
 	cr_expect(read_ok(t, &b, 100));
 	ssd_tier_close(t);
-}
-
-/* Queue a patterned chunk through one of the store calls (a scan's
- * ssd_tier_store_ahead, an operator's ssd_tier_store_forced). */
-static bool store_kind(struct ssd_tier *t, const struct chunk_id *id, size_t len,
-		       bool (*how)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
-				   ssd_tier_release_fn, void *))
-{
-	unsigned char *b = malloc(len);
-
-	cr_assert_not_null(b);
-	for (size_t i = 0; i < len; i++)
-		b[i] = pattern(id, i);
-	return how(t, id, b, len, release_free, b);
 }
 
 /* A chunk fetched ahead stays marked once written: eviction passes it
