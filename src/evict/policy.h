@@ -86,17 +86,25 @@ struct evict_lfu {
 };
 
 struct sketch;
+/* A ghost slot (tinylfu.c): for the keys that hash to it, the last one
+ * the window rejected (window: fingerprint, asked bit and weight;
+ * window_at: the ghosts' clock then), the last one main evicted (main:
+ * fingerprint and weight), and the last one asked for while not
+ * resident (asked: fingerprint).  0: none. */
+struct evict_ghost {
+	uint64_t window, window_at, main, asked;
+};
+
 struct evict_tinylfu {
 	struct sketch *sketch;
 	struct evict_list window, probation, protected_;
 	/* In weight units (keys when every weight is 1). */
 	uint64_t window_cap, protected_cap;
 	uint64_t window_min, window_max;   /* window_cap adapts within these */
-	/* Ghosts (tinylfu.c): fingerprints of keys the window rejected and of
-	 * keys main evicted, ghost_len slots each, direct-mapped. */
-	uint64_t *ghost_window, *ghost_main;
+	struct evict_ghost *ghosts;   /* ghost_len slots, direct-mapped */
 	size_t ghost_len;
 	uint64_t expired;         /* window ghosts overwritten before they returned */
+	uint64_t offered;         /* weight of every new key offered: the ghosts' clock */
 };
 
 /* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU, and the

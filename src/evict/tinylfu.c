@@ -43,26 +43,42 @@
  * The window adapts, as ARC's target does.  A 1% window is right for
  * epochs, Zipf and scans, but when the hot set shifts, new hot keys sit
  * in the window too briefly to build the frequency that would let them
- * into main, and LRU wins by five points.  Two ghost tables remember
- * the fingerprints of keys the window pushed out and of keys main
- * evicted (ghost_len = capacity/8 slots each, direct-mapped, a slot is
- * overwritten by the next key that hashes there, so memory stays 16
- * bytes per 8 keys).  A miss on a window ghost means a bigger window
- * would have hit: the window grows by WINDOW_STEP; a miss on a main
- * ghost means main was too small: it shrinks by the same step.  And a
- * window ghost overwritten before its key came back is a reject the
- * window could not have saved: every EXPIRE_SHRINK_EVERY of them shrink
- * the window by one.  Without that, a window grown by a recency phase
- * stays grown through the epochs that follow (neither ghost table sees
- * a key come back across a whole epoch), and main, now smaller, holds
- * less than C; 16 is the most frequent shrink that keeps the shifting
- * hot set within 2 points of LRU.  Caffeine's hill climber
- * (sample the hit rate over capacity accesses, step towards the better
- * side) was tried first and rejected: per-sample hit rates on epoch
- * traces swing with the epoch's phase, the climber wandered, and epochs
- * fell to 0.70-0.85 of OPT.  Steps of 1, 2 and 4 keys were measured with
- * tierfs-sim: 2 is the largest that keeps shuffled epochs >= 0.95 of
- * OPT while bringing the shifting hot set within 2 points of LRU.
+ * into main, and LRU wins by five points.  A ghost table remembers the
+ * fingerprints of keys the window rejected (pushed out, or refused when
+ * they lost their own duel) and of keys main evicted (ghost_len =
+ * capacity/8 slots, direct-mapped, a slot overwritten by the next key
+ * that hashes there: 32 bytes per 8 keys).  A miss on a window ghost
+ * means a bigger window would have hit: the window grows by WINDOW_GROW
+ * keys of that key's weight; a miss on a main ghost means main was too
+ * small: it shrinks by WINDOW_SHRINK.  And a window ghost overwritten
+ * before its key came back is a reject the window could not have saved:
+ * every EXPIRE_SHRINK_EVERY of them shrink the window by one.  Without
+ * that, a window grown by a recency phase stays grown through the epochs
+ * that follow, and main, now smaller, holds less than C.
+ *
+ * Only a window ghost that tells of recency grows the window:
+ *  - it came back soon: within GHOST_REACH (an eighth of the weight
+ *    capacity) of new keys offered since it left.  An epoch's keys come
+ *    back after N - C of them, at least half the cache from N/C = 1.5,
+ *    except the few a shuffle puts at the end of one epoch and the start
+ *    of the next; a moving hot set's come back within a few percent.
+ *    Without the reach a tier of 4 MiB keys at N/C = 1.5 fetched 0.43 x N
+ *    a shuffled epoch (bound 0.35; 0.34 with it);
+ *  - it was asked for while not resident before it was offered
+ *    (ghost_was_asked).  A tier fed by a fetcher running ahead of its
+ *    reader is handed chunks before anyone asks: the window rejects one,
+ *    and the reader's own first request looks like a ghost coming back.
+ *    Counted, they grew the window through main in listing-order epochs
+ *    (0.90 x N fetched against a bound of 0.79).
+ * With both, the steps can be whole keys: 4 keys' weight is the most
+ * that leaves the epochs of the simulator's two-tier model no worse than
+ * before and Zipf within half a point, while the shifting hot set comes
+ * within 1-2 points of LRU (2 keys: 2.2 points behind; 6: shuffled small
+ * files over their bound at N/C = 2).
+ * Caffeine's hill climber (sample the hit rate over capacity accesses,
+ * step towards the better side) was tried first and rejected: per-sample
+ * hit rates on epoch traces swing with the epoch's phase, the climber
+ * wandered, and epochs fell to 0.70-0.85 of OPT.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -73,8 +89,10 @@
 
 #define GHOST_DIV 8
 #define WINDOW_MAX_PCT 80
-#define WINDOW_STEP 2
+#define WINDOW_GROW 4
+#define WINDOW_SHRINK 2
 #define EXPIRE_SHRINK_EVERY 16
+#define GHOST_REACH_DIV 8   /* GHOST_REACH: wcap / this */
 #define GHOST_SALT 0x9e3779b97f4a7c15ULL
 
 /* The segments' shares of the weight capacity: a 1% window, 80% of the
@@ -113,41 +131,33 @@ static bool tlfu_init(struct evict_policy *p)
 	evict_list_init(&t->protected_);
 	evict_tinylfu_reweigh(p);
 	t->ghost_len = p->capacity / GHOST_DIV ? p->capacity / GHOST_DIV : 1;
-	t->ghost_window = calloc(t->ghost_len, sizeof(*t->ghost_window));
-	t->ghost_main = calloc(t->ghost_len, sizeof(*t->ghost_main));
-	if (!t->ghost_window || !t->ghost_main) {
-		free(t->ghost_window);
-		free(t->ghost_main);
+	t->ghosts = calloc(t->ghost_len, sizeof(*t->ghosts));
+	if (!t->ghosts) {
 		sketch_free(t->sketch);
 		return false;
 	}
 	return true;
 }
 
-/* The sketch keeps its estimates; the ghost tables get their share of
- * the new capacity, the new slots empty (ghost_used() already spreads
- * them by the resident count). */
+/* The sketch keeps its estimates; the ghost table gets its share of the
+ * new capacity, the new slots empty (ghost_used() already spreads them
+ * by the resident count). */
 static bool tlfu_grow(struct evict_policy *p, size_t capacity)
 {
 	struct evict_tinylfu *t = &p->u.tlfu;
 	size_t len = capacity / GHOST_DIV ? capacity / GHOST_DIV : 1;
-	uint64_t *gw, *gm;
+	struct evict_ghost *g;
 
 	if (len <= t->ghost_len)
 		return sketch_grow(t->sketch, capacity);
-	gw = calloc(len, sizeof(*gw));
-	gm = calloc(len, sizeof(*gm));
-	if (!gw || !gm || !sketch_grow(t->sketch, capacity)) {
-		free(gw);
-		free(gm);
+	g = calloc(len, sizeof(*g));
+	if (!g || !sketch_grow(t->sketch, capacity)) {
+		free(g);
 		return false;
 	}
-	memcpy(gw, t->ghost_window, t->ghost_len * sizeof(*gw));
-	memcpy(gm, t->ghost_main, t->ghost_len * sizeof(*gm));
-	free(t->ghost_window);
-	free(t->ghost_main);
-	t->ghost_window = gw;
-	t->ghost_main = gm;
+	memcpy(g, t->ghosts, t->ghost_len * sizeof(*g));
+	free(t->ghosts);
+	t->ghosts = g;
 	t->ghost_len = len;
 	return true;
 }
@@ -155,8 +165,7 @@ static bool tlfu_grow(struct evict_policy *p, size_t capacity)
 static void tlfu_release(struct evict_policy *p)
 {
 	sketch_free(p->u.tlfu.sketch);
-	free(p->u.tlfu.ghost_window);
-	free(p->u.tlfu.ghost_main);
+	free(p->u.tlfu.ghosts);
 }
 
 static struct evict_list *list_of(struct evict_policy *p, uint32_t n)
@@ -206,34 +215,94 @@ static size_t ghost_used(const struct evict_policy *p)
 	return n < 1 ? 1 : n > p->u.tlfu.ghost_len ? p->u.tlfu.ghost_len : n;
 }
 
-static uint64_t *ghost_slot(const struct evict_policy *p, uint64_t *ghosts, uint64_t key,
-			    uint64_t *fp)
+/* A ghost's tag: the key's fingerprint in the high half (never 0: a 0
+ * tag is none), GHOST_ASKED, and the key's weight in the rest, clamped.
+ * The window's step is in the weight of the key that came back
+ * (window_step), and the key itself is gone. */
+#define GHOST_FP_MASK 0xffffffff00000000ULL
+#define GHOST_ASKED 0x80000000ULL
+#define GHOST_WEIGHT_MAX 0x7fffffffULL
+
+static struct evict_ghost *ghost_slot(const struct evict_policy *p, uint64_t key, uint64_t *fp)
 {
 	uint64_t h = mix64(key ^ GHOST_SALT);
 
-	*fp = h | 1;
-	return &ghosts[(h >> 1) % ghost_used(p)];
+	*fp = (h | 1ULL << 32) & GHOST_FP_MASK;
+	return &p->u.tlfu.ghosts[h % ghost_used(p)];
 }
 
-/* Remember key; returns true if that forgot a ghost that never came back. */
-static bool ghost_add(struct evict_policy *p, uint64_t *ghosts, uint64_t key)
+static uint64_t ghost_tag(uint64_t fp, uint64_t w)
 {
-	uint64_t fp, *slot = ghost_slot(p, ghosts, key, &fp);
-	bool expired = *slot != 0 && *slot != fp;
-
-	*slot = fp;
-	return expired;
+	return fp | (w < 1 ? 1 : w < GHOST_WEIGHT_MAX ? w : GHOST_WEIGHT_MAX);
 }
 
-/* Was key a ghost?  It stops being one. */
-static bool ghost_take(struct evict_policy *p, uint64_t *ghosts, uint64_t key)
+/* The weight of the ghost a tag held that is not fp's, 0 when none. */
+static uint64_t ghost_other(uint64_t tag, uint64_t fp)
 {
-	uint64_t fp, *slot = ghost_slot(p, ghosts, key, &fp);
+	return tag != 0 && (tag & GHOST_FP_MASK) != fp ? tag & GHOST_WEIGHT_MAX : 0;
+}
 
-	if (*slot != fp)
+/* Was key asked for while not resident, since it last left?  It is then
+ * a key the window was given, not one fetched ahead of its reader. */
+static bool ghost_was_asked(struct evict_policy *p, uint64_t key)
+{
+	uint64_t fp;
+	struct evict_ghost *g = ghost_slot(p, key, &fp);
+
+	if (g->asked != fp)
 		return false;
-	*slot = 0;
+	g->asked = 0;
 	return true;
+}
+
+/* The window rejected key, of weight w; asked: ghost_was_asked() when it
+ * was offered.  The ghost's age (ghost_asked) counts from now, and the
+ * key's own weight with it: a window must be at least that heavy to have
+ * kept it (without, the reach let an 8 MiB chunk of a tier of 170 MiB
+ * come back a chunk later, and shuffled epochs of mixed files at N/C =
+ * 1.5 fetched 0.41 x N instead of 0.32).  Returns the weight of the
+ * window ghost that forgot before it came back, 0 when none. */
+static uint64_t ghost_add_window(struct evict_policy *p, uint64_t key, uint64_t w, bool asked)
+{
+	uint64_t fp, now = p->u.tlfu.offered;
+	struct evict_ghost *g = ghost_slot(p, key, &fp);
+	uint64_t forgot = ghost_other(g->window, fp);
+
+	g->window = ghost_tag(fp, w) | (asked ? GHOST_ASKED : 0);
+	g->window_at = now > w ? now - w : 0;
+	return forgot;
+}
+
+static void ghost_add_main(struct evict_policy *p, uint64_t key, uint64_t w)
+{
+	uint64_t fp;
+	struct evict_ghost *g = ghost_slot(p, key, &fp);
+
+	g->main = ghost_tag(fp, w);
+}
+
+/* key, not resident, was asked for: it is no longer a ghost.  Returns
+ * its window ghost's weight if it was one that had been asked for
+ * before the window rejected it and that came back within reach (the
+ * weight of the new keys offered since), else 0; and in *main_w its
+ * main ghost's weight, else 0. */
+static uint64_t ghost_asked(struct evict_policy *p, uint64_t key, uint64_t reach,
+			    uint64_t *main_w)
+{
+	uint64_t fp, w = 0;
+	struct evict_ghost *g = ghost_slot(p, key, &fp);
+
+	*main_w = 0;
+	if ((g->window & GHOST_FP_MASK) == fp) {
+		if ((g->window & GHOST_ASKED) && p->u.tlfu.offered - g->window_at <= reach)
+			w = g->window & GHOST_WEIGHT_MAX;
+		g->window = 0;
+	} else if ((g->main & GHOST_FP_MASK) == fp) {
+		*main_w = g->main & GHOST_WEIGHT_MAX;
+		g->main = 0;
+	}
+	g->asked = fp;
+	return w;
 }
 
 /* Set the window's share to cap (weight): main's segments follow, and
@@ -260,22 +329,30 @@ static void resize_window(struct evict_policy *p, uint64_t cap)
 		move_to(p, t->protected_.tail, EVICT_TAG_PROBATION);
 }
 
-/* The adaptive window's step, for `keys` keys' worth.  Unweighted, that
- * many keys: the steps were measured on 10,000 items with the cache
- * holding 2,500-5,000, where two keys are 0.04-0.08% of it.  Weighted,
- * the same share of the weight capacity (keys / WEIGHTED_STEP_DIV of it):
- * counted in mean keys, a tier of a hundred keys moved its window by 2%
- * of its bytes on each rejected key that came back an epoch later, and
- * the window grew through main's stable set. */
+/* The adaptive window's step: `keys` keys of weight w, the key whose
+ * ghost came back or was forgotten.  Unweighted that is `keys` keys:
+ * the steps were measured on 10,000 items with the cache holding
+ * 2,500-5,000.  Weighted, at least the same share of the weight
+ * capacity (keys / WEIGHTED_STEP_DIV of it), which is what large tiers
+ * get.  In a tier of a few hundred keys that share is a fraction of a
+ * key: the window barely grew, and a hot set that moves got in late
+ * (the two-tier model, 512 keys of 64 KiB, a quarter held: 69% against
+ * LRU's 88%).  Counted in the key's own weight it grows as the
+ * unweighted window does (86.6-87.1%) and, unlike a step of the tier's
+ * mean key, a small file coming back moves the window of a tier of large
+ * chunks by its own few blocks, not by a chunk: with mean keys, the three
+ * ghosts that came back in five shuffled epochs of mixed files (N = 2 x
+ * C) grew the window by two mean chunks each, and those epochs fetched
+ * 0.56 x N against 0.50. */
 #define WEIGHTED_STEP_DIV 2500
-static uint64_t window_step(const struct evict_policy *p, unsigned keys)
+static uint64_t window_step(const struct evict_policy *p, unsigned keys, uint64_t w)
 {
-	uint64_t step;
+	uint64_t share;
 
 	if (!p->weighted)
 		return keys;
-	step = p->wcap * keys / WEIGHTED_STEP_DIV;
-	return step ? step : 1;
+	share = p->wcap * keys / WEIGHTED_STEP_DIV;
+	return share > w * keys ? share : w * keys;
 }
 
 static void window_grow(struct evict_policy *p, uint64_t by)
@@ -290,6 +367,18 @@ static void window_shrink(struct evict_policy *p, uint64_t by)
 	struct evict_tinylfu *t = &p->u.tlfu;
 
 	resize_window(p, t->window_cap > t->window_min + by ? t->window_cap - by : t->window_min);
+}
+
+/* The window rejected key (ghost_add_window's arguments): it becomes a
+ * window ghost, and every EXPIRE_SHRINK_EVERY ghosts forgotten before
+ * they came back shrink the window by one. */
+static void window_rejected(struct evict_policy *p, uint64_t key, uint64_t w, bool asked)
+{
+	struct evict_tinylfu *t = &p->u.tlfu;
+	uint64_t forgot = ghost_add_window(p, key, w, asked);
+
+	if (forgot && ++t->expired % EXPIRE_SHRINK_EVERY == 0 && t->window_cap > t->window_min)
+		window_shrink(p, window_step(p, 1, forgot));
 }
 
 void evict_tinylfu_set_min_window(struct evict_policy *p, uint64_t n)
@@ -307,10 +396,12 @@ static void tlfu_access(struct evict_policy *p, uint64_t key, uint32_t n)
 
 	sketch_add(t->sketch, key);
 	if (n == EVICT_NIL) {
-		if (ghost_take(p, t->ghost_window, key) && t->window_cap < t->window_max)
-			window_grow(p, window_step(p, WINDOW_STEP));
-		else if (ghost_take(p, t->ghost_main, key) && t->window_cap > t->window_min)
-			window_shrink(p, window_step(p, WINDOW_STEP));
+		uint64_t main_w, w = ghost_asked(p, key, p->wcap / GHOST_REACH_DIV, &main_w);
+
+		if (w && t->window_cap < t->window_max)
+			window_grow(p, window_step(p, WINDOW_GROW, w));
+		else if (main_w && t->window_cap > t->window_min)
+			window_shrink(p, window_step(p, WINDOW_SHRINK, main_w));
 		return;
 	}
 	if (p->nodes[n].tag == EVICT_TAG_PROBATION)
@@ -329,6 +420,8 @@ static void tlfu_insert(struct evict_policy *p, uint32_t n)
 {
 	struct evict_tinylfu *t = &p->u.tlfu;
 
+	t->offered += p->nodes[n].weight;
+	p->nodes[n].stat = ghost_was_asked(p, p->nodes[n].key);
 	if (p->nodes[n].weight > t->window_cap) {
 		p->nodes[n].tag = EVICT_TAG_PROBATION;
 		evict_list_push_head(p->nodes, &t->probation, n);
@@ -351,16 +444,16 @@ static bool full(const struct evict_policy *p)
 
 static void tlfu_remove(struct evict_policy *p, uint32_t n)
 {
-	struct evict_tinylfu *t = &p->u.tlfu;
 	bool window = p->nodes[n].tag == EVICT_TAG_WINDOW;
 	uint64_t key = p->nodes[n].key;
 
 	evict_list_unlink(p->nodes, list_of(p, n), n);
 	if (!full(p))
 		return;
-	if (ghost_add(p, window ? t->ghost_window : t->ghost_main, key) && window &&
-	    ++t->expired % EXPIRE_SHRINK_EVERY == 0 && t->window_cap > t->window_min)
-		window_shrink(p, window_step(p, 1));
+	if (window)
+		window_rejected(p, key, p->nodes[n].weight, p->nodes[n].stat);
+	else
+		ghost_add_main(p, key, p->nodes[n].weight);
 }
 
 static uint32_t main_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ctx)
@@ -434,6 +527,19 @@ static bool tlfu_victim(struct evict_policy *p, evict_pinned_fn pinned, void *ct
 	return true;
 }
 
+/* The candidate lost its own duel and is not inserted: it is the
+ * window's ghost, a key a window of its weight would have held.  A tier
+ * whose window is lighter than one of its keys (64 keys of 64 KiB, a 1%
+ * window) sends every key to its own duel; without this ghost its window
+ * never learnt that a hot set had moved (the two-tier model: 73% against
+ * LRU's 88%). */
+static bool candidate_refused(struct evict_policy *p, uint64_t candidate)
+{
+	p->u.tlfu.offered += p->incoming;
+	window_rejected(p, candidate, p->incoming, ghost_was_asked(p, candidate));
+	return false;
+}
+
 static bool tlfu_admit(struct evict_policy *p, uint64_t candidate, uint32_t victim)
 {
 	if (victim == EVICT_NIL || p->nodes[victim].tag == EVICT_TAG_WINDOW)
@@ -443,7 +549,7 @@ static bool tlfu_admit(struct evict_policy *p, uint64_t candidate, uint32_t vict
 	/* the window has room for nothing that heavy: the candidate is the
 	 * key main would take, and the duel is its own */
 	if (incoming_overflows(p))
-		return candidate_won(p, candidate, victim);
+		return candidate_won(p, candidate, victim) || candidate_refused(p, candidate);
 	/* The window has room: nothing is pushed into main, and the victim
 	 * is main's because the tier is out of bytes.  A key lighter than
 	 * that victim would take it whole for a fraction of its bytes, with
@@ -453,7 +559,7 @@ static bool tlfu_admit(struct evict_policy *p, uint64_t candidate, uint32_t vict
 	 * the second epoch, the replay in the simulator 0.752).  Such a key
 	 * wins the duel first, as one heavier than the window does. */
 	if (p->nodes[victim].weight > p->incoming)
-		return candidate_won(p, candidate, victim);
+		return candidate_won(p, candidate, victim) || candidate_refused(p, candidate);
 	return true;
 }
 

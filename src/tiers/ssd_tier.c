@@ -1779,8 +1779,8 @@ static void reconcile_punch(struct ssd_tier *t, struct reconcile *r, const struc
  * EVICT_SSD_KEYS_MAX, and never less than what is loaded.  Counted in full
  * chunks, a dataset of 100 KB images would fill 1/80 of the bytes with
  * 8 MiB chunks: the byte bound, not the key count, must be what binds.
- * A key costs the policy about 85 bytes (TinyLFU): 4M keys, 340 MiB, for
- * a tier of 256 GiB and more (0.12% of the bytes it bounds). */
+ * A key costs the policy about 87 bytes (TinyLFU): 4M keys, 348 MiB, for
+ * a tier of 256 GiB and more (0.13% of the bytes it bounds). */
 static int policy_load(struct ssd_tier *t)
 {
 	uint64_t bytes = t->capacity, keys;
