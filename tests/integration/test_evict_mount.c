@@ -25,11 +25,12 @@
  * themselves are asserted with TIERFS_EVICT_STRICT=1.  The capacity
  * tests are always strict.
  *
- * Bytes are the daemon's store.bytes (the object bytes its GETs brought;
- * the proxy's count adds each response's headers, 1% of a 64 KiB chunk).
- * Between epochs the test waits for the SSD writer's queue
- * to drain (the daemon's ssd.queued) and for the proxy to go quiet, so
- * nothing of one epoch is counted in the next, however slow the machine.
+ * Bytes are counted at the proxy, not by the daemon: the body bytes it
+ * relayed in answer to object GETs (proxied_bytes(): its object_bytes;
+ * its bytes_down would add each response's head and the listings).
+ * Between epochs the test waits for the SSD writer's queue to drain (the
+ * daemon's ssd.queued) and for the proxy to go quiet, so nothing of one
+ * epoch is counted in the next, however slow the machine.
  */
 #include "harness.h"
 
@@ -172,6 +173,12 @@ static void plan_send(const struct dataset *d, const size_t *order)
 	it_run_release(&r);
 }
 
+/* Object bytes the store has sent through the proxy so far. */
+static long long proxied_bytes(void)
+{
+	return it_proxy_stat(&proxy, "object_bytes");
+}
+
 /* Wait until the SSD writer has nothing queued and the proxy has seen no
  * new request for a while (bounded: 60 s). */
 static void settle(void)
@@ -260,7 +267,7 @@ static void run_epochs(const struct dataset *d, enum order ord, int epochs, long
 
 		settle();
 		it_drop_caches();
-		before = it_daemon_stat(&mnt, "store.bytes");
+		before = proxied_bytes();
 		if (ord == ORDER_PLAN) {
 			plan_send(d, order);
 		} else {   /* a loader lists its dataset first */
@@ -273,7 +280,7 @@ static void run_epochs(const struct dataset *d, enum order ord, int epochs, long
 		for (size_t k = 0; k < d->n; k++)
 			read_file(d, order[k]);
 		settle();
-		fetched[e] = it_daemon_stat(&mnt, "store.bytes") - before;
+		fetched[e] = proxied_bytes() - before;
 		cr_log_info("epoch %d: fetched %lld; SSD %lld bytes in %lld chunks, %lld dropped, "
 			    "%lld rejected, %lld evicted so far", e + 1, fetched[e],
 			    it_daemon_stat(&mnt, "ssd.bytes_used"), it_daemon_stat(&mnt, "ssd.entries"),
@@ -582,7 +589,7 @@ Test(evict, simulator_predicts_the_daemon_on_shuffled_epochs)
 		if (e == 1) {
 			trace_cli("stop", NULL);
 			trace_cli("start", measured);
-			before = it_daemon_stat(&mnt, "store.bytes");
+			before = proxied_bytes();
 		}
 		it_drop_caches();
 		it_fmt(dir, sizeof(dir), "%s/ds", mnt.dir);
@@ -596,7 +603,7 @@ Test(evict, simulator_predicts_the_daemon_on_shuffled_epochs)
 		}
 	}
 	settle();
-	long long fetched = it_daemon_stat(&mnt, "store.bytes") - before;
+	long long fetched = proxied_bytes() - before;
 	{
 		char s[8192];
 
@@ -626,7 +633,7 @@ static void reads_in_order(const struct dataset *d, const uint16_t *pick, int n,
 				trace_cli("stop", NULL);
 				trace_cli("start", measured);
 			}
-			before = it_daemon_stat(&mnt, "store.bytes");
+			before = proxied_bytes();
 		}
 		read_file(d, pick[k]);
 		if (lockstep)
@@ -634,7 +641,7 @@ static void reads_in_order(const struct dataset *d, const uint16_t *pick, int n,
 		*read += k >= n / 5 ? d->sizes[pick[k]] : 0;
 	}
 	settle();
-	*fetched = it_daemon_stat(&mnt, "store.bytes") - before;
+	*fetched = proxied_bytes() - before;
 }
 
 #define MAX_DRAWS 2560
@@ -778,11 +785,11 @@ Test(evict, a_scan_twice_the_cache_keeps_the_hot_set)
 
 			settle();
 			it_drop_caches();
-			before = it_daemon_stat(&mnt, "store.bytes");
+			before = proxied_bytes();
 			for (size_t i = 0; i < hot.n; i++)
 				read_file(&hot, i);
 			settle();
-			hot_fetched += it_daemon_stat(&mnt, "store.bytes") - before;
+			hot_fetched += proxied_bytes() - before;
 			hot_read += hot.total;
 		}
 	}

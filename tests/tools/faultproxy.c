@@ -95,12 +95,13 @@ static const char *const fault_names[FAULT_KIND_COUNT] = {
 
 enum stat_idx {
 	ST_REQUESTS, ST_GET, ST_HEAD, ST_PUT, ST_POST, ST_DELETE, ST_FAULTS,
-	ST_BYTES_DOWN, ST_OBJECT_GET, ST_SLOWDOWNS, ST_COUNT
+	ST_BYTES_DOWN, ST_OBJECT_GET, ST_SLOWDOWNS, ST_OBJECT_BYTES, ST_COUNT
 };
 static const char *const stat_names[ST_COUNT] = {
 	"requests", "GET", "HEAD", "PUT", "POST", "DELETE", "faults", "bytes_down",
 	"object_GET",   /* GETs of an object (path-style /BUCKET/KEY, no query): not LISTs */
 	"slowdowns",    /* requests refused with 503 SlowDown by the request rate */
+	"object_bytes", /* body bytes relayed in answer to object GETs: no heads, no LISTs */
 };
 
 /* An armed rule; kind FAULT_NONE marks a free slot.  A matching request
@@ -173,6 +174,7 @@ struct relay {
 	bool cut;		/* the fault's byte limit was reached */
 	bool failed;		/* client gone, or upstream garbage after bytes sent */
 	bool sent_any;
+	bool object;		/* the request is an object GET (is_object_get) */
 	size_t rhead_len;
 	long long clen;		/* -1: unknown */
 	long long body_sent;
@@ -758,6 +760,14 @@ static int control_handle(struct proxy *px, const struct request *rq, char *msg,
 	return 404;
 }
 
+/* A GET of an object (path-style /BUCKET/KEY, no query), not a LIST. */
+static bool is_object_get(const struct request *rq)
+{
+	return strcmp(rq->method, "GET") == 0 && rq->target_len > 1 && rq->target[0] == '/' &&
+	       !memchr(rq->target, '?', rq->target_len) &&
+	       memchr(rq->target + 1, '/', rq->target_len - 1);
+}
+
 /* ---- relaying a response --------------------------------------------- */
 
 /* Sends relayed bytes to the client through the per-connection token bucket.
@@ -826,6 +836,8 @@ static void relay_body(struct conn *c, struct relay *r, const char *p, size_t n)
 		return;
 	}
 	r->body_sent += (long long)n;
+	if (r->object)
+		atomic_fetch_add(&c->px->stats[ST_OBJECT_BYTES], n);
 	if (r->limit >= 0 && r->body_sent >= r->limit)
 		r->cut = r->done = true;
 	else if (r->clen >= 0 && r->body_sent >= r->clen)
@@ -970,7 +982,7 @@ static void relay_input(struct conn *c, struct relay *r, const struct request *r
 static bool forward(struct conn *c, const struct request *rq, const struct fault *f)
 {
 	struct proxy *px = c->px;
-	struct relay r = { .clen = -1, .limit = -1 };
+	struct relay r = { .clen = -1, .limit = -1, .object = is_object_get(rq) };
 	long long latency_ms = atomic_load(&px->latency_ms), body_left = rq->clen;
 	long long rate = atomic_load(&px->bandwidth);
 	bool upload_ok = true, keep = false;
@@ -1128,9 +1140,7 @@ static void count_request(struct proxy *px, const struct request *rq)
 	const char *method = rq->method;
 
 	atomic_fetch_add(&px->stats[ST_REQUESTS], 1);
-	if (strcmp(method, "GET") == 0 && rq->target_len > 1 && rq->target[0] == '/' &&
-	    !memchr(rq->target, '?', rq->target_len) &&
-	    memchr(rq->target + 1, '/', rq->target_len - 1)) {
+	if (is_object_get(rq)) {
 		atomic_fetch_add(&px->stats[ST_OBJECT_GET], 1);
 		count_object_get(px, rq->target, rq->target_len);
 	}
