@@ -49,7 +49,8 @@ struct evict_node {
 			uint32_t seq;          /* last access (tie-break), truncated */
 		} lfu;
 	};
-	uint32_t stat;    /* LRU: access seq; LFU: ldt << 8 | counter; TinyLFU: unused */
+	uint32_t stat;    /* LRU: access seq; LFU: ldt << 8 | counter; TinyLFU: 1 if the key
+			   * was asked for before it was offered (tinylfu.c) */
 	uint32_t tag;     /* enum evict_tag */
 	uint32_t weight;  /* what it takes of the tier (>= 1; 1 unless inserted weighted) */
 };

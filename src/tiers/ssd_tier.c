@@ -808,19 +808,6 @@ static void doomed_destroy(struct ssd_tier *t, struct ssd_entry *d)
 	}
 }
 
-/* Make room for need more bytes (and, when need > 0, one more entry):
- * evict the policy's victims until bytes_used + need <= capacity (when
- * bounded), the filesystem keeps min_free_pct free after the write (when
- * that is not 0) and the policy has room for a key.  When candidate is
- * not NULL and something must go, the policy first decides whether that
- * chunk may displace its victim at all: if not, nothing is evicted,
- * *rejected is set and false returned.  false also when it cannot be
- * done: nothing evictable left, more than EVICT_PASS_MAX victims needed,
- * or the free-space bound out of reach even with all our chunks gone
- * (then nothing is evicted: another user's data fills the disk, and
- * emptying the cache would not help).  Likewise when key (the object
- * being stored; NULL: an operator's or no chunk) is one the reader's plan
- * is done with (ssd_tier_set_plan).  Writer thread, or open. */
 /* The tier's filesystem now: *avail bytes free to us, of which *reserve
  * must stay free (min_free_pct of it).  0, or -1 (errno set). */
 static int fs_space(const struct ssd_tier *t, uint64_t *avail, uint64_t *reserve)
@@ -834,6 +821,19 @@ static int fs_space(const struct ssd_tier *t, uint64_t *avail, uint64_t *reserve
 	return 0;
 }
 
+/* Make room for need more bytes (and, when need > 0, one more entry):
+ * evict the policy's victims until bytes_used + need <= capacity (when
+ * bounded), the filesystem keeps min_free_pct free after the write (when
+ * that is not 0) and the policy has room for a key.  When candidate is
+ * not NULL and something must go, the policy first decides whether that
+ * chunk may displace its victim at all: if not, nothing is evicted,
+ * *rejected is set and false returned.  false also when it cannot be
+ * done: nothing evictable left, more than EVICT_PASS_MAX victims needed,
+ * or the free-space bound out of reach even with all our chunks gone
+ * (then nothing is evicted: another user's data fills the disk, and
+ * emptying the cache would not help).  Likewise when key (the object
+ * being stored; NULL: an operator's or no chunk) is one the reader's plan
+ * is done with (ssd_tier_set_plan).  Writer thread, or open. */
 static bool make_room(struct ssd_tier *t, uint64_t need, const uint64_t *candidate,
 		      const char *key, bool *rejected)
 {
