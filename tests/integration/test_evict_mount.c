@@ -49,6 +49,7 @@
 #include "common/tfs_err.h"
 #include "ctl/ctl_client.h"
 #include "ctl/ctl_path.h"
+#include "sim/trace.h"
 
 #define MAX_FILES 512
 
@@ -726,30 +727,27 @@ Test(evict, zipf_default_policy_within_two_points_of_lru_and_lfu)
 	default_within_two_points("zipf", "3M", &d, pick, 1500, false);
 }
 
-/* A hot set that moves, the simulator's shifting-hotset over the same
- * 512 files: nine reads in ten fall in a window of a tenth of the files,
- * which moves on by half its width every 512 reads, the tenth read is any
- * file; five reads a file in all.  The SSD tier holds a quarter of the
- * files.  With each policy in both tiers the default's byte hit ratio is
- * within 2 points of the better of LRU and LFU: its window must grow to
- * let a new hot file in before the set moves on. */
+/* A hot set that moves, the simulator's own shifting hot set
+ * (trace_gen_shifting_hotset) over the same 512 files: nine reads in ten
+ * fall in a window of a tenth of the files, which moves on by half its
+ * width every 512 reads, the tenth read is any file; five reads a file in
+ * all.  The SSD tier holds a quarter of the files.  With each policy in
+ * both tiers the default's byte hit ratio is within 2 points of the
+ * better of LRU and LFU: its window must grow to let a new hot file in
+ * before the set moves on. */
 Test(evict, a_moving_hot_set_within_two_points_of_lru_and_lfu)
 {
 	uint16_t pick[MAX_DRAWS];
-	uint64_t seed = 0x5f1f;
-	size_t start = 0;
 	struct dataset d;
+	struct trace t;
 
 	one_chunk_dataset(&d);
-	for (int k = 0; k < MAX_DRAWS; k++) {
-		if (k > 0 && k % MAX_FILES == 0)
-			start = (start + MAX_FILES / 20) % MAX_FILES;
-		if (xorshift64s_next(&seed) % 10 < 9)
-			pick[k] = (uint16_t)((start + xorshift64s_next(&seed) % (MAX_FILES / 10)) %
-					     MAX_FILES);
-		else
-			pick[k] = (uint16_t)(xorshift64s_next(&seed) % MAX_FILES);
-	}
+	trace_init(&t);
+	cr_assert_eq(trace_gen_shifting_hotset(&t, MAX_FILES, MAX_FILES / 10, MAX_FILES, MAX_DRAWS,
+					       0x5f1f), TFS_OK);
+	for (size_t k = 0; k < MAX_DRAWS; k++)
+		pick[k] = (uint16_t)t.keys[k];
+	trace_release(&t);
 	default_within_two_points("moving hot set", "8M", &d, pick, MAX_DRAWS, true);
 }
 
