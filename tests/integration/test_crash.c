@@ -1030,26 +1030,25 @@ static long long proc_status_kib(pid_t pid, const char *field)
 	return v;
 }
 
-/* Is socket inode ino in the table /proc/PID/net/FILE (tcp, tcp6)? */
-static bool in_net_table(pid_t pid, const char *file, unsigned long ino)
+#define MAX_TCP 4096
+
+/* Appends the socket inodes of the table /proc/PID/net/FILE (tcp, tcp6)
+ * to ino[*n .. MAX_TCP), but 0 (TIME_WAIT: no socket left). */
+static void net_table_inodes(pid_t pid, const char *file, unsigned long *ino, size_t *n)
 {
 	char p[64], line[512];
-	bool found = false;
 	FILE *f;
 
 	it_fmt(p, sizeof(p), "/proc/%d/net/%s", (int)pid, file);
 	f = fopen(p, "r");
 	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long v;
-
-		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &v) == 1)
-			found = v == ino;
-	}
+		return;
+	/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+	while (*n < MAX_TCP && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &ino[*n]) == 1 &&
+		    ino[*n] != 0)
+			(*n)++;
 	fclose(f);
-	return found;
 }
 
 /* The daemon's open descriptors: *tcp of them TCP sockets, *other_sockets
@@ -1059,9 +1058,13 @@ static unsigned count_fds(pid_t pid, unsigned *tcp, unsigned *other_sockets)
 	char p[64];
 	DIR *d;
 	struct dirent *de;
+	unsigned long tcp_ino[MAX_TCP];
+	size_t n_tcp = 0;
 	unsigned n = 0;
 
 	*tcp = *other_sockets = 0;
+	net_table_inodes(pid, "tcp", tcp_ino, &n_tcp);
+	net_table_inodes(pid, "tcp6", tcp_ino, &n_tcp);
 	it_fmt(p, sizeof(p), "/proc/%d/fd", (int)pid);
 	d = opendir(p);
 	cr_assert_not_null(d, "%s: %s", p, strerror(errno));
@@ -1069,15 +1072,20 @@ static unsigned count_fds(pid_t pid, unsigned *tcp, unsigned *other_sockets)
 		char link[96], target[64];
 		unsigned long ino;
 		ssize_t len;
+		size_t i;
 
 		if (de->d_name[0] == '.')
 			continue;
 		it_fmt(link, sizeof(link), "%s/%.16s", p, de->d_name);
 		len = readlink(link, target, sizeof(target) - 1);
 		target[len > 0 ? len : 0] = '\0';
-		if (sscanf(target, "socket:[%lu]", &ino) != 1)
+		if (sscanf(target, "socket:[%lu]", &ino) != 1) {
 			n++;
-		else if (in_net_table(pid, "tcp", ino) || in_net_table(pid, "tcp6", ino))
+			continue;
+		}
+		for (i = 0; i < n_tcp && tcp_ino[i] != ino; i++)
+			;
+		if (i < n_tcp)
 			(*tcp)++;
 		else
 			(*other_sockets)++;
