@@ -24,7 +24,9 @@
 #   (1 - C/N) with C the SSD tier (the tiers are inclusive).  The same runs
 #   with --ram-policy lru --ssd-policy lru are printed beside them; OPT is
 #   1 - C/N.  EVICT_ORDERS and EVICT_POLICIES (environment) run a subset
-#   of the orders and of "tinylfu lru"; EVICT_SIM=0 skips the simulator.
+#   of the orders and of "tinylfu lru"; EVICT_SIM=0 skips the simulator;
+#   EVICT_SEED=K (default 0) draws other shuffles (epoch e's is seeded
+#   with e + 1000 K).
 # Output: the tables on stdout; with EVICT_OUT=DIR also DIR/evict.md (the
 #   same) and DIR/evict.png: for each order, the mean of epochs 2 on
 #   against N/C, for both policies, beside OPT and the bound (gnuplot).
@@ -90,6 +92,8 @@ source "$ROOT/scripts/lib/bench.sh"
 bench_start "$WORK/rgw.log"
 
 ORDERS=(${EVICT_ORDERS:-listing shuffle shuffle-noscan plan})
+SEED=${EVICT_SEED:-0}
+case $SEED in *[!0-9]* | "") echo "evict.sh: EVICT_SEED must be a number" >&2; exit 2 ;; esac
 POLICIES=(${EVICT_POLICIES:-tinylfu lru})
 for o in "${ORDERS[@]}"; do
 	case $o in listing | shuffle | shuffle-noscan | plan) ;;
@@ -165,7 +169,7 @@ run() {
 	for e in $(seq "$EPOCHS"); do
 		ls "$MNT/data" | sed "s|^|$MNT/data/|" >"$WORK/order"
 		if [ "$order" != listing ]; then
-			shuf --random-source=<(yes "$e" 2>/dev/null) "$WORK/order" >"$WORK/order.s"
+			shuf --random-source=<(yes "$((e + SEED * 1000))" 2>/dev/null) "$WORK/order" >"$WORK/order.s"
 			mv "$WORK/order.s" "$WORK/order"
 		fi
 		drop_caches
