@@ -53,6 +53,7 @@ static const struct opt_def opt_defs[] = {
 	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 1ul << 30 },
 	{ "read-ahead", OPT_RA, OFF(read_ahead), 4ul << 30 },
 	{ "read-ahead-files", OPT_UINT, OFF(read_ahead_files), 1024 },
+	{ "list-ahead", OPT_UINT, OFF(list_ahead), 256 },
 	{ "read-ahead-mem", OPT_RA, OFF(read_ahead_mem), 1ul << 40 },
 	{ "random-blocks", OPT_RA, OFF(random_blocks), 1ul << 40 },
 	{ "scan-prefetch", OPT_UINT, OFF(scan_prefetch), 32 },
@@ -97,6 +98,7 @@ void config_init(struct tierfs_config *cfg)
 	cfg->kernel_readahead = UINT64_MAX;
 	cfg->read_ahead = UINT64_MAX;
 	cfg->read_ahead_files = 16;
+	cfg->list_ahead = 16;
 	cfg->read_ahead_mem = UINT64_MAX;
 	cfg->random_blocks = UINT64_MAX;
 	cfg->scrub_rate = UINT64_MAX;
@@ -502,6 +504,7 @@ void config_dump(const struct tierfs_config *cfg, void *file)
 	dump_auto(f, "kernel-readahead", cfg->kernel_readahead);
 	dump_auto(f, "read-ahead", cfg->read_ahead);
 	fprintf(f, "read-ahead-files = %u\n", cfg->read_ahead_files);
+	fprintf(f, "list-ahead = %u\n", cfg->list_ahead);
 	fprintf(f, "scan-prefetch = %u\n", cfg->scan_prefetch);
 	fprintf(f, "plan-window = %u\n", cfg->plan_window);
 	dump_auto(f, "read-ahead-mem", cfg->read_ahead_mem);

@@ -56,6 +56,7 @@ struct tierfs_config {
 	uint64_t kernel_readahead; /* bytes; 0 = kernel default; UINT64_MAX = 2 chunks */
 	uint64_t read_ahead;       /* bytes per stream; 0 = off; UINT64_MAX = 8 chunks */
 	unsigned read_ahead_files; /* files read ahead across a directory */
+	unsigned list_ahead;       /* subdirectory listings fetched ahead of a walk */
 	uint64_t read_ahead_mem;   /* bytes, all streams; UINT64_MAX = half the RAM tier */
 	uint64_t random_blocks;    /* bytes of blocks kept for random readers; UINT64_MAX =
 				    * auto (a sixteenth of the RAM tier), 0 = off */

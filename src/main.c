@@ -80,6 +80,7 @@ static const char usage_mount_text[] =
 	"                           within a file and across a directory's files read in\n"
 	"                           listing order; 0 = off, auto = 8 chunks (auto)\n"
 	"  --read-ahead-files N     files read ahead across a directory (16)\n"
+	"  --list-ahead N           subdirectory listings fetched ahead of a walk (16)\n"
 	"  --read-ahead-mem SIZE    bound on read-ahead queued or in flight, and on unread\n"
 	"                           read-ahead kept from eviction; part of --ram-size;\n"
 	"                           auto = half of it (auto)\n"
@@ -698,6 +699,7 @@ static int cmd_mount(int argc, char **argv)
 			.read_ahead = cfg.read_ahead == UINT64_MAX ? 8 * cfg.chunk_size
 								     : cfg.read_ahead,
 			.read_ahead_files = cfg.read_ahead_files,
+			.list_ahead = cfg.list_ahead,
 			.read_ahead_mem = read_ahead_mem(&cfg),
 			.random_bytes = random_blocks(&cfg),
 			.scan_threads = cfg.scan_prefetch,

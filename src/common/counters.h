@@ -105,6 +105,10 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "Read-ahead chunks queued or in flight now.", NULL, fst.ra_held) \
 	X(RA_FILES, "readahead", "files", TFS_CK_COUNT, TFS_CU_COUNT, "readahead_files_total", \
 	  NULL, "Files read ahead across a directory.", NULL, fst.ra_files) \
+	X(RA_LISTINGS, "readahead", "listings", TFS_CK_COUNT, TFS_CU_COUNT, \
+	  "readahead_listings_total", NULL, \
+	  "Directory listings fetched ahead of a walk (--list-ahead).", "listings read ahead", \
+	  fst.lists_ahead) \
 	X(SCAN_FILES, "readahead", "scan_files", TFS_CK_COUNT, TFS_CU_COUNT, \
 	  "readahead_scan_files_total", NULL, \
 	  "Files fetched for a job consuming a directory in any order.", "scan files fetched", \

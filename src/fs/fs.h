@@ -50,6 +50,8 @@ struct fs_config {
 				    * its reader, within a file and across a directory's
 				    * files; < chunk_size = read-ahead off */
 	unsigned read_ahead_files; /* files read ahead across a directory */
+	unsigned list_ahead;       /* directories whose listings are fetched ahead of a
+				    * walk, at most (fs/dirahead.c); 0 = off */
 	uint64_t read_ahead_mem;   /* read-ahead, all streams: queued or in flight is at
 				    * most this, and so is what the RAM tier keeps from
 				    * eviction for it (fetched, not yet read, among the
@@ -101,6 +103,7 @@ struct fs_stats {
 	uint64_t unsafe_keys_skipped;  /* listing items left out of the tree */
 	uint64_t shadowed_files;       /* "x" hidden because "x/" exists */
 	uint64_t listings, heads, lookups_remote;
+	uint64_t lists_ahead;          /* directory listings fetched ahead of a walk */
 	uint64_t nodes;                /* inodes currently known */
 	uint64_t open_files;
 	uint64_t ra_files;             /* files read ahead across a directory */

@@ -12,6 +12,8 @@
  *                eviction, residency, traces, counters
  *   namespace.c  names to nodes: lookups, revalidation, readdir
  *   nodes.c      the inode table, object versions, open handles
+ *   dirahead.c   listing read-ahead: the listings of the directories a
+ *                walk opens next, fetched before it opens them
  *   listing.c    directory listings as data: fetched, saved in the cache
  *                index and loaded from it, searched
  *
@@ -141,6 +143,16 @@ struct dir_stash {
 	struct ra_dir ra;
 };
 
+/* A listing fetched ahead of a walk (dirahead.c), for directory key:
+ * the child `name` of directory ino parent.  Under fs->lock. */
+struct dir_ahead {
+	char *key;                 /* NULL = a free slot */
+	char *name;
+	uint64_t parent;
+	struct dir_listing *listing;   /* NULL while busy */
+	bool busy;                 /* its fetch is queued or under way */
+};
+
 /* A directory being consumed in any order (see scan.h): its listing as
  * the scan saw it (a reference; entries are immutable), whose scan holds
  * the marks.  A slot is where the fetchers look; SCAN_DIRS bounds that
@@ -169,6 +181,11 @@ struct tfs_fs {
 	struct prefetch_pool *pool;   /* read-ahead workers; NULL = read-ahead off */
 	struct dir_stash stash[DIR_STASH];   /* under lock; a ring */
 	size_t stash_next;
+	/* listing read-ahead (dirahead.c): slots under lock, NULL/0 = off */
+	struct dir_ahead *ahead;
+	size_t n_ahead;
+	struct prefetch_pool *list_pool;
+	atomic_uint_fast64_t lists_ahead;
 	atomic_uint_fast64_t unsafe, shadowed, listings, heads, lookups_remote, open_files;
 	atomic_uint_fast64_t ra_files;   /* files read ahead across a directory */
 	/* stale-if-error (nodes.c): answers served stale, and the outage
@@ -210,6 +227,21 @@ struct tfs_fs {
 	struct access_trace *trace;
 };
 
+/* ---- dirahead.c ---- */
+/* Set up (list_ahead and a TTL: on) and stop listing read-ahead. */
+int dir_ahead_start(struct tfs_fs *fs);
+void dir_ahead_stop(struct tfs_fs *fs);
+/* Directory ino was opened and has a listing (lock held): fetch ahead
+ * the listings of its first subdirectories and of those after it in its
+ * parent's listing. */
+void dir_ahead_kick(struct tfs_fs *fs, uint64_t ino);
+/* New directory node n takes a listing fetched ahead for it (lock held). */
+void dir_ahead_take(struct tfs_fs *fs, struct fs_node *n);
+/* Directory node n has no fresh listing (lock held): when one is being
+ * fetched ahead for it, wait for that fetch (the lock is dropped: n may be
+ * gone after) or take what it brought, and return true; else false. */
+bool dir_ahead_wait(struct tfs_fs *fs, struct fs_node *n);
+
 /* ---- listing.c ---- */
 void listing_put(struct dir_listing *l);
 struct dir_listing *listing_get(struct dir_listing *l);
@@ -218,6 +250,10 @@ const struct dir_entry *listing_find(const struct dir_listing *l, const char *na
 void listing_entry_meta(const struct dir_entry *e, struct obj_meta *m);
 /* Fetch the full listing of directory key dir (all pages). */
 int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out);
+/* The same for a directory of max entries at most: TFS_E_TOOBIG for a
+ * bigger one, found out in its first pages. */
+int listing_fetch_small(struct tfs_fs *fs, const char *dir, size_t max,
+			struct dir_listing **out);
 /* Save l, fetched at fetched_wall_us, in the cache index (when there is
  * an SSD tier); the saved listing of dirkey if it is still within the
  * TTL (with stale: the TTL plus --max-stale, for stale_ok()), else NULL. */

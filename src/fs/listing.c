@@ -78,8 +78,10 @@ static int listing_add(struct dir_listing *l, size_t *cap, const char *name, siz
 	return TFS_OK;
 }
 
-/* Fetch the full listing of directory key dir (all pages). */
-int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
+/* Fetch the listing of directory key dir, all pages: at most max entries
+ * (more: with cut, the rest left out and said; else TFS_E_TOOBIG). */
+static int fetch_pages(struct tfs_fs *fs, const char *dir, size_t max, bool cut,
+		       struct dir_listing **out)
 {
 	struct dir_listing *l = calloc(1, sizeof(*l));
 	struct obj_list_page *page = NULL;
@@ -128,7 +130,11 @@ int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
 			}
 			if (k == KEYPATH_MARKER)
 				continue;
-			if (l->n >= LIST_MAX_ENTRIES) {
+			if (l->n >= max && !cut) {
+				rc = TFS_E_TOOBIG;
+				break;
+			}
+			if (l->n >= max) {
 				log_warn("directory '%s' has more than %u entries; the rest are not shown",
 					 dir, LIST_MAX_ENTRIES);
 				page->truncated = false;
@@ -176,6 +182,17 @@ out:
 	}
 	*out = l;
 	return TFS_OK;
+}
+
+int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out)
+{
+	return fetch_pages(fs, dir, LIST_MAX_ENTRIES, true, out);
+}
+
+int listing_fetch_small(struct tfs_fs *fs, const char *dir, size_t max,
+			struct dir_listing **out)
+{
+	return fetch_pages(fs, dir, max, false, out);
 }
 
 /* ---- listings kept in the cache index ------------------------------------

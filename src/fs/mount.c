@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/tfs_err.h"
 #include "fs/fs_internal.h"
 
@@ -73,6 +74,8 @@ struct tfs_fs *fs_new(const struct fs_config *cfg)
 	pthread_cond_init(&fs->scan_cond, NULL);
 	pthread_mutex_init(&fs->trace_lock, NULL);
 	chunk_cache_set_plan(fs->cache, &fs->plans);
+	if (dir_ahead_start(fs) != TFS_OK)
+		log_warn("listing read-ahead is off: out of memory or threads");
 	for (unsigned i = 0; i < cfg->scan_threads && i < SCAN_THREADS_MAX; i++) {
 		if (pthread_create(&fs->scan_threads[i], NULL, scan_worker, fs) != 0)
 			break;             /* fewer fetchers: slower, not wrong */
@@ -100,6 +103,7 @@ void fs_free(struct tfs_fs *fs)
 	chunk_cache_set_plan(fs->cache, NULL);   /* the SSD tier reads the plan */
 	scan_stop_all(fs);              /* its workers fill the cache too */
 	prefetch_pool_free(fs->pool);   /* its jobs fill the cache */
+	dir_ahead_stop(fs);             /* its jobs take the lock */
 	while (fs->files.next != &fs->files) {
 		struct fs_handle_link *l = fs->files.next;
 		fs_handle_del(fs, l);

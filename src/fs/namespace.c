@@ -418,7 +418,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	struct fs_node *n;
 	struct fs_dir *d;
 	struct dir_listing *l = NULL;
-	bool had_listing;
+	bool had_listing, fresh;
 	int rc;
 
 	*out = NULL;
@@ -426,10 +426,17 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	if (!d)
 		return TFS_E_NOMEM;
 	pthread_mutex_lock(&fs->lock);
-	n = node_by_ino(fs, ino);
-	if (!n || !n->is_dir) {
-		rc = n ? TFS_E_NOTDIR : TFS_E_NOENT;
-		goto unlock;
+	for (;;) {
+		n = node_by_ino(fs, ino);
+		if (!n || !n->is_dir) {
+			rc = n ? TFS_E_NOTDIR : TFS_E_NOENT;
+			goto unlock;
+		}
+		fresh = n->listing && (meta_fresh(fs, n->listing->fetched_us) ||
+				       stale_without_asking(fs, n->listing->fetched_us));
+		/* a listing fetched ahead for it: waited for or taken, look again */
+		if (fresh || !dir_ahead_wait(fs, n))
+			break;
 	}
 	d->ino = n->ino;
 	d->parent = n->parent;
@@ -438,9 +445,9 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 		rc = TFS_E_NOMEM;
 		goto unlock;
 	}
-	if (n->listing && (meta_fresh(fs, n->listing->fetched_us) ||
-			   stale_without_asking(fs, n->listing->fetched_us))) {
+	if (fresh) {
 		d->listing = listing_get(n->listing);
+		dir_ahead_kick(fs, ino);
 		pthread_mutex_unlock(&fs->lock);
 		fs_handle_add(fs, &fs->dirs, &d->link);
 		*out = d;
@@ -468,6 +475,7 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 		listing_put(n->listing);
 		n->listing = listing_get(l);
 	}
+	dir_ahead_kick(fs, ino);
 	pthread_mutex_unlock(&fs->lock);
 	d->listing = l;
 	fs_handle_add(fs, &fs->dirs, &d->link);

@@ -382,8 +382,10 @@ int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool
 		n->ino = fs->next_ino++;
 		n->parent = parent->ino;
 		n->is_dir = is_dir;
-		if (is_dir)
+		if (is_dir) {
 			stash_take(fs, n);
+			dir_ahead_take(fs, n);
+		}
 		table_maybe_grow(fs);
 		node_link(fs, n);
 	}

@@ -211,6 +211,7 @@ void fs_stats(struct tfs_fs *fs, struct fs_stats *out)
 	out->listings = atomic_load(&fs->listings);
 	out->heads = atomic_load(&fs->heads);
 	out->lookups_remote = atomic_load(&fs->lookups_remote);
+	out->lists_ahead = atomic_load(&fs->lists_ahead);
 	out->open_files = atomic_load(&fs->open_files);
 	out->ra_files = atomic_load(&fs->ra_files);
 	out->stale_served = atomic_load(&fs->stale_served);

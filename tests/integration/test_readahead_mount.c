@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SEQ_KEY "seq.bin"
@@ -27,6 +28,7 @@
 #define SEQ_CHUNKS 33
 #define N_IMGS 40
 #define IMG_SIZE (100 * 1024)
+#define N_CLASSES 12          /* walk/cNN/: class folders of two files */
 
 static struct it_env env;
 static struct it_bucket bucket;
@@ -47,6 +49,11 @@ static void ra_init(void)
 		objs[i] = (struct it_obj){ keys[i], 1000 + (uint64_t)i, IMG_SIZE + (uint64_t)i };
 	}
 	cr_assert_eq(it_put_many(&bucket, objs, N_IMGS, 8), 0);
+	for (int i = 0; i < 2 * N_CLASSES; i++) {
+		it_fmt(keys[i], sizeof(keys[i]), "walk/c%02d/%d.jpg", i / 2, i % 2);
+		objs[i] = (struct it_obj){ keys[i], 3000 + (uint64_t)i, 1000 + (uint64_t)i };
+	}
+	cr_assert_eq(it_put_many(&bucket, objs, 2 * N_CLASSES, 8), 0);
 	cr_assert_eq(it_proxy_start(&env, env.endpoint, &proxy), 0, "start the fault proxy");
 }
 
@@ -149,6 +156,74 @@ Test(readahead, directory_in_listing_order_is_fetched_before_opened)
 	cr_expect_eq(it_proxy_stat(&proxy, "object_GET"), N_IMGS, "one GET per file");
 	cr_expect_eq(it_proxy_stat(&proxy, "HEAD"), 0, "sizes and ETags from the listing");
 	it_unmount_ok(&env, &mnt);
+}
+
+/* LISTs the proxy saw (its GETs that are not an object's). */
+static long long proxy_lists(void)
+{
+	return it_proxy_stat(&proxy, "GET") - it_proxy_stat(&proxy, "object_GET");
+}
+
+/* A walk of walk/ as find does it, each class folder's names and first
+ * file's bytes checked. */
+static void walk_classes(void)
+{
+	char p[PATH_MAX], rel[64];
+
+	for (int c = 0; c < N_CLASSES; c++) {
+		unsigned listed = 0;
+		DIR *d;
+
+		it_fmt(p, sizeof(p), "%s/walk/c%02d", mnt.dir, c);
+		d = opendir(p);
+		cr_assert_not_null(d, "opendir %s: %s", p, strerror(errno));
+		for (struct dirent *e; (e = readdir(d));)
+			listed += e->d_name[0] != '.';
+		closedir(d);
+		cr_assert_eq(listed, 2, "walk/c%02d: %u names", c, listed);
+		it_fmt(rel, sizeof(rel), "walk/c%02d/0.jpg", c);
+		read_seq_exact(rel, 3000 + 2 * (uint64_t)c, 1000 + 2 * (uint64_t)c, 4096);
+	}
+}
+
+/* Listings of walk/ and its class folders: with listing read-ahead, the
+ * class folders' are fetched before the walk opens them, and no open asks
+ * the store for one a second time; without it, each open fetches its
+ * own.  Either way every directory is listed once. */
+static void walk_lists(bool ahead)
+{
+	const char *off[] = { "--list-ahead", "0", NULL };
+	char p[PATH_MAX];
+	struct stat st;
+	DIR *d;
+
+	mount_ra(ahead ? NULL : off);
+	it_fmt(p, sizeof(p), "%s/walk", mnt.dir);
+	cr_assert_eq(stat(p, &st), 0, "stat walk: %s", strerror(errno));
+	it_proxy_reset_stats(&proxy);   /* walk/ found: its listing and its folders' left */
+	/* a store some way off: the walk overtakes fetches under way */
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=30", NULL, 0), 200);
+	d = opendir(p);
+	cr_assert_not_null(d, "opendir walk: %s", strerror(errno));
+	while (readdir(d))
+		;
+	closedir(d);
+	walk_classes();
+	cr_assert_eq(it_proxy_ctl(&proxy, "shape?latency_ms=0", NULL, 0), 200);
+	cr_expect_eq(proxy_lists(), 1 + N_CLASSES, "%lld LISTs for %d directories",
+		     proxy_lists(), 1 + N_CLASSES);
+	cr_expect_eq(it_daemon_stat(&mnt, "readahead.listings"), ahead ? N_CLASSES : 0);
+	it_unmount_ok(&env, &mnt);
+}
+
+Test(readahead, a_walk_has_its_next_listings_fetched_ahead_once)
+{
+	walk_lists(true);
+}
+
+Test(readahead, list_ahead_off_lists_as_the_walk_goes)
+{
+	walk_lists(false);
 }
 
 Test(readahead, random_reader_reads_nothing_ahead)

@@ -2,6 +2,7 @@
 #include "fake_objstore.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,8 +121,12 @@ static int fake_list(struct objstore *os, const char *prefix, const char *delim,
 	size_t last_prefix_len = 0;
 
 	atomic_fetch_add(&f->lists, 1);
+	if (f->list_delay_ms)
+		usleep(f->list_delay_ms * 1000u);
 	if (f->fail_rc)
 		return f->fail_rc;
+	if (f->list_fail && strcmp(prefix, f->list_fail) == 0)
+		return TFS_E_IO;
 	if (f->page_size && f->page_size < limit)
 		limit = f->page_size;
 	p = calloc(1, sizeof(*p));

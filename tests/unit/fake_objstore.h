@@ -21,6 +21,8 @@ struct fake_objstore {
 	atomic_int heads, gets, lists;
 	int fail_rc;               /* if != 0, every call fails with it */
 	unsigned page_size;        /* max entries per LIST page (default 1000) */
+	unsigned list_delay_ms;    /* each LIST answers this much later (a store far away) */
+	const char *list_fail;     /* LISTs of this prefix fail with TFS_E_IO; NULL = none */
 };
 
 struct fake_objstore *fake_objstore_new(void);

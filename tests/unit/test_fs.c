@@ -169,6 +169,183 @@ Test(fs, transient_errors_are_never_enoent)
 	cr_assert_eq(fs_lookup(fs, FS_ROOT_INO, "top.bin", &a), TFS_OK);
 }
 
+/* ---- listing read-ahead --------------------------------------------------- */
+
+/* t/ with `dirs` class folders c00.. of two files each, and a file. */
+static void put_classes(unsigned dirs)
+{
+	char key[32];
+
+	for (unsigned i = 0; i < dirs; i++) {
+		for (unsigned k = 0; k < 2; k++) {
+			snprintf(key, sizeof(key), "t/c%02u/f%u", i, k);
+			put_pattern(key, 3, i);
+		}
+	}
+	put_pattern("t/z.txt", 1, 1);
+}
+
+static struct tfs_fs *mount_list_ahead(unsigned n)
+{
+	struct fs_config c = {
+		.store = &store->base, .metadata_ttl_ms = 60000, .list_ahead = n,
+		.chunk_size = CS, .ram_bytes = 8 * CS, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555,
+	};
+	return fs_new(&c);
+}
+
+/* Listings fetched ahead, once there are want of them (10 s at most: the
+ * fetches are on their own threads). */
+static uint64_t lists_ahead_reach(uint64_t want)
+{
+	struct fs_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		fs_stats(fs, &st);
+		if (st.lists_ahead >= want)
+			break;
+		usleep(10000);
+	}
+	return st.lists_ahead;
+}
+
+/* A walk of t/ as find does it: t, then each class folder in order. */
+static void walk_classes(uint64_t t, unsigned dirs)
+{
+	char name[8];
+
+	for (unsigned i = 0; i < dirs; i++) {
+		snprintf(name, sizeof(name), "c%02u", i);
+		cr_assert_str_eq(list_names(lookup(t, name, TFS_OK)), "f0,f1,", "%s", name);
+	}
+}
+
+Test(fs, opening_a_directory_fetches_its_first_subdirectories_listings)
+{
+	uint64_t t;
+	int before;
+
+	put_classes(10);
+	fs = mount_list_ahead(4);
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	before = store->lists;
+	cr_assert_str_eq(list_names(t),
+			 "c00/,c01/,c02/,c03/,c04/,c05/,c06/,c07/,c08/,c09/,z.txt,");
+	/* t's own listing, then c00-c03's: four, no more without an open */
+	cr_assert_eq(lists_ahead_reach(4), 4);
+	cr_assert_eq(store->lists - before, 5);
+	/* opening c00 moves the window: c04 */
+	list_names(lookup(t, "c00", TFS_OK));
+	cr_assert_eq(lists_ahead_reach(5), 5);
+	cr_assert_eq(store->lists - before, 6);
+}
+
+Test(fs, a_walk_lists_each_directory_once_and_ahead_of_itself)
+{
+	uint64_t t;
+	int before;
+
+	put_classes(12);
+	store->list_delay_ms = 20;   /* the walk overtakes fetches under way */
+	fs = mount_list_ahead(4);
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	before = store->lists;
+	list_names(t);
+	walk_classes(t, 12);
+	/* every class folder's listing was fetched ahead, and no open asked
+	 * the store again for one on its way */
+	cr_assert_eq(lists_ahead_reach(12), 12);
+	cr_assert_eq(store->lists - before, 13);
+}
+
+Test(fs, without_list_ahead_the_walk_lists_as_it_goes)
+{
+	uint64_t t;
+	int before;
+	struct fs_stats st;
+
+	put_classes(6);
+	fs = mount_list_ahead(0);
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	before = store->lists;
+	list_names(t);
+	cr_assert_eq(store->lists - before, 1);
+	walk_classes(t, 6);
+	cr_assert_eq(store->lists - before, 7);
+	fs_stats(fs, &st);
+	cr_assert_eq(st.lists_ahead, 0);
+}
+
+Test(fs, a_failed_fetch_ahead_leaves_the_open_to_ask_and_report)
+{
+	uint64_t t, c;
+	struct fs_dir *d;
+
+	put_classes(3);
+	store->list_fail = "t/c01/";    /* the store fails that one listing */
+	fs = mount_list_ahead(4);
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	list_names(t);
+	c = lookup(t, "c01", TFS_OK);
+	/* its fetch ahead failed, or fails while the open waits: the open
+	 * asks once more itself and reports what the store said */
+	cr_assert_eq(fs_opendir(fs, c, &d), TFS_E_IO);
+	cr_assert_eq(lists_ahead_reach(2), 2);   /* c00 and c02: no fetch under way now */
+	store->list_fail = NULL;
+	cr_assert_str_eq(list_names(c), "f0,f1,");
+	cr_assert_str_eq(list_names(lookup(t, "c02", TFS_OK)), "f0,f1,");
+}
+
+Test(fs, a_big_directory_is_left_to_its_open)
+{
+	char key[32];
+	uint64_t t, big;
+	struct fs_dir *d;
+	const char *name;
+	bool is_dir;
+	size_t n = 0;
+	int before;
+
+	put_classes(1);
+	for (int i = 0; i <= 10000; i++) {     /* one more than a listing fetched ahead holds */
+		snprintf(key, sizeof(key), "t/big/k%05d", i);
+		fake_objstore_put(store, key, "z", 1);
+	}
+	store->page_size = 1000;
+	fs = mount_list_ahead(4);
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	before = store->lists;
+	list_names(t);
+	/* c00 whole; big up to the page that shows it too big (11 pages) */
+	cr_assert_eq(lists_ahead_reach(1), 1);
+	for (int i = 0; i < 1000 && store->lists - before < 1 + 1 + 11; i++)
+		usleep(10000);
+	big = lookup(t, "big", TFS_OK);
+	cr_assert_eq(fs_opendir(fs, big, &d), TFS_OK);
+	while (fs_dir_entry(d, n, &name, &is_dir))
+		n++;
+	fs_releasedir(fs, d);
+	cr_assert_eq(n, 10001);
+	cr_assert_eq(store->lists - before, 1 + 1 + 11 + 11);
+	cr_assert_eq(lists_ahead_reach(1), 1);
+}
+
+Test(fs, unmounting_while_listings_are_fetched_ahead_is_clean)
+{
+	int after;
+
+	put_classes(8);
+	store->list_delay_ms = 50;
+	fs = mount_list_ahead(4);
+	list_names(lookup(FS_ROOT_INO, "t", TFS_OK));
+	fs_free(fs);                 /* fetches under way finish, queued ones are dropped */
+	fs = NULL;
+	after = store->lists;
+	usleep(200000);
+	cr_assert_eq(store->lists, after, "a fetch ahead outlived its mount");
+}
+
 Test(fs, prefix_mount_shows_only_subtree)
 {
 	fs = mount_fs("pfx/", 60000);

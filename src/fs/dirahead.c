@@ -1,0 +1,247 @@
+/* dirahead.c - listing read-ahead: the listings of the directories a walk
+ * will open next, fetched before it opens them (see fs_internal.h).
+ *
+ * A walk of a tree (find, os.walk, a loader's ImageFolder over a thousand
+ * class folders) opens one directory after another, and each open of a
+ * directory whose listing is not known waits for a LIST: a thousand class
+ * folders 50 ms away are 50 s before the first sample.  So an open of
+ * directory D fetches ahead, on workers of their own, the listings of
+ * - D's first subdirectories, in listing order, and
+ * - the subdirectories that follow D in its parent's listing,
+ * list_ahead subdirectories of each at most, those known already counted.
+ * A listing fetched ahead becomes its node's listing when the node
+ * exists, else it waits in a slot for the node the next lookup creates;
+ * an open of a directory whose listing is on its way waits for it rather
+ * than asking the store a second time.  It is an ordinary snapshot: the
+ * metadata TTL runs from its fetch, and it is saved in the cache index
+ * like any other.  A directory of more than RELIST_MAX entries is left to
+ * its open (fetching it ahead costs its first pages, no more), so that an
+ * `ls` of a bucket's top holds no million-entry listing.  During an
+ * outage nothing is fetched ahead.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/tfs_err.h"
+#include "fs/fs_internal.h"
+
+/* entries of one listing looked at per open, at most: a directory of a
+ * million files and a few subdirectories costs each open a bounded scan */
+#define AHEAD_SCAN 4096
+#define AHEAD_THREADS_MAX 16
+
+struct ahead_job {
+	struct prefetch_item item;   /* first member */
+	size_t slot;
+	char key[];
+};
+
+static void slot_clear(struct dir_ahead *s)
+{
+	free(s->key);
+	free(s->name);
+	listing_put(s->listing);
+	*s = (struct dir_ahead){ 0 };
+}
+
+/* The slot of directory key, or NULL (lock held). */
+static struct dir_ahead *slot_find(struct tfs_fs *fs, const char *key)
+{
+	for (size_t i = 0; i < fs->n_ahead; i++)
+		if (fs->ahead[i].key && strcmp(fs->ahead[i].key, key) == 0)
+			return &fs->ahead[i];
+	return NULL;
+}
+
+/* A slot for a new fetch (lock held): a free one, else one whose listing
+ * is stale, else the oldest one not being fetched; NULL when every slot
+ * is being fetched. */
+static struct dir_ahead *slot_new(struct tfs_fs *fs)
+{
+	struct dir_ahead *old = NULL;
+
+	for (size_t i = 0; i < fs->n_ahead; i++) {
+		struct dir_ahead *s = &fs->ahead[i];
+
+		if (!s->key || (!s->busy && !meta_fresh(fs, s->listing->fetched_us)))
+			return s;
+		if (!s->busy && (!old || s->listing->fetched_us < old->listing->fetched_us))
+			old = s;
+	}
+	return old;
+}
+
+/* Directory node n takes the slot's listing unless it has a newer one
+ * (lock held); the slot is freed. */
+static void slot_give(struct dir_ahead *s, struct fs_node *n)
+{
+	if (s->listing && (!n->listing || n->listing->fetched_us < s->listing->fetched_us)) {
+		listing_put(n->listing);
+		n->listing = s->listing;
+		s->listing = NULL;
+	}
+	slot_clear(s);
+}
+
+static void ahead_run(void *ctx, struct prefetch_item *item, bool cancelled)
+{
+	struct ahead_job *j = (struct ahead_job *)item;
+	struct tfs_fs *fs = ctx;
+	struct dir_listing *l;
+	struct dir_ahead *s;
+	struct fs_node *n;
+	bool asked = false;
+	int rc = TFS_OK;
+
+	if (cancelled) {
+		free(j);                /* stopping: dir_ahead_stop frees the slot */
+		return;
+	}
+	l = listing_load(fs, j->key, false);
+	if (!l) {
+		uint64_t wall = clock_wall_us();
+
+		asked = true;
+		rc = listing_fetch_small(fs, j->key, RELIST_MAX, &l);
+		if (rc == TFS_OK) {
+			listing_save(fs, j->key, l, wall);
+			atomic_fetch_add(&fs->lists_ahead, 1);
+		} else if (rc == TFS_E_TOOBIG) {
+			rc = TFS_OK;        /* answered: a big directory is its open's to fetch */
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (asked)
+		store_answered(fs, rc);
+	s = &fs->ahead[j->slot];
+	s->busy = false;
+	if (!l) {
+		slot_clear(s);          /* an open asks again, and reports */
+	} else {
+		s->listing = l;
+		n = node_by_name(fs, s->parent, s->name);
+		if (n && n->is_dir && strcmp(n->key, s->key) == 0)
+			slot_give(s, n);
+	}
+	pthread_cond_broadcast(&fs->relisted);
+	pthread_mutex_unlock(&fs->lock);
+	free(j);
+}
+
+/* Fetch ahead the listings of directory node d's subdirectories from its
+ * listing's entry `from` on (lock held): of the next list_ahead
+ * subdirectories, those whose listing is not known, fresh, already. */
+static void kick_from(struct tfs_fs *fs, struct fs_node *d, size_t from)
+{
+	const struct dir_listing *l = d->listing;
+	unsigned seen = 0;
+	size_t end;
+
+	if (!l || from >= l->n)
+		return;
+	end = l->n - from > AHEAD_SCAN ? from + AHEAD_SCAN : l->n;
+	for (size_t i = from; i < end && seen < fs->cfg.list_ahead; i++) {
+		const struct dir_entry *e = &l->ents[i];
+		const struct dir_listing *kept;
+		struct fs_node *c;
+		struct dir_ahead *s;
+		struct ahead_job *j;
+		char *key;
+
+		if (!e->is_dir)
+			continue;
+		seen++;
+		c = node_by_name(fs, d->ino, e->name);
+		if (c && c->is_dir && c->listing && meta_fresh(fs, c->listing->fetched_us))
+			continue;
+		key = node_child_key(d, e->name, true);
+		if (!key)
+			return;
+		kept = stash_find(fs, key);
+		if (slot_find(fs, key) || (kept && meta_fresh(fs, kept->fetched_us))) {
+			free(key);
+			continue;
+		}
+		s = slot_new(fs);
+		j = s ? malloc(sizeof(*j) + strlen(key) + 1) : NULL;
+		if (!j) {
+			free(key);
+			return;             /* every slot is being fetched: the walk catches up */
+		}
+		slot_clear(s);
+		s->key = key;
+		s->name = strdup(e->name);
+		s->parent = d->ino;
+		s->busy = true;
+		j->slot = (size_t)(s - fs->ahead);
+		strcpy(j->key, key);
+		if (!s->name || !prefetch_pool_submit(fs->list_pool, &j->item)) {
+			free(j);
+			slot_clear(s);
+			return;
+		}
+	}
+}
+
+void dir_ahead_kick(struct tfs_fs *fs, uint64_t ino)
+{
+	struct fs_node *d = node_by_ino(fs, ino), *p;
+	const struct dir_entry *e;
+
+	if (!fs->list_pool || !d || !d->is_dir || atomic_load(&fs->store_down))
+		return;
+	kick_from(fs, d, 0);
+	if (ino == FS_ROOT_INO || !(p = node_by_ino(fs, d->parent)) || !p->listing)
+		return;
+	e = listing_find(p->listing, d->name);
+	if (e)
+		kick_from(fs, p, (size_t)(e - p->listing->ents) + 1);
+}
+
+void dir_ahead_take(struct tfs_fs *fs, struct fs_node *n)
+{
+	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
+
+	if (s && !s->busy)
+		slot_give(s, n);
+}
+
+bool dir_ahead_wait(struct tfs_fs *fs, struct fs_node *n)
+{
+	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
+
+	if (!s)
+		return false;
+	if (s->busy)
+		pthread_cond_wait(&fs->relisted, &fs->lock);
+	else
+		slot_give(s, n);
+	return true;
+}
+
+int dir_ahead_start(struct tfs_fs *fs)
+{
+	unsigned n = fs->cfg.list_ahead;
+
+	if (n == 0 || fs->cfg.metadata_ttl_ms == 0)
+		return TFS_OK;          /* off, or nothing fetched would still be fresh */
+	fs->ahead = calloc(2 * (size_t)n, sizeof(*fs->ahead));
+	if (!fs->ahead)
+		return TFS_E_NOMEM;
+	fs->n_ahead = 2 * (size_t)n;
+	fs->list_pool = prefetch_pool_new(n < AHEAD_THREADS_MAX ? n : AHEAD_THREADS_MAX,
+					  fs->n_ahead, ahead_run, fs);
+	return fs->list_pool ? TFS_OK : TFS_E_NOMEM;
+}
+
+void dir_ahead_stop(struct tfs_fs *fs)
+{
+	prefetch_pool_free(fs->list_pool);   /* waits for fetches under way */
+	fs->list_pool = NULL;
+	for (size_t i = 0; i < fs->n_ahead; i++)
+		slot_clear(&fs->ahead[i]);
+	free(fs->ahead);
+	fs->ahead = NULL;
+	fs->n_ahead = 0;
+}
