@@ -38,7 +38,8 @@
 #   SHARED_USE_RUNNING (0)  1: use the radosgw at $S3_ENDPOINT (with the
 #       AWS_* credentials of the environment) instead of a throwaway one
 #   TIERFS_BENCH_MOUNT_OPTS extra tierfs mount options
-# Output: OUTDIR/shared.md (tables, ratios against the targets, command)
+# Output: OUTDIR/shared.md (tables with the shared tier's requests per row, from
+# its proxy; ratios against the targets; command)
 # and OUTDIR/logs/.
 set -euo pipefail
 export LC_ALL=C
@@ -197,13 +198,14 @@ settle() {
 	done
 }
 
-declare -A SECS BAD BYTES
+declare -A SECS BAD BYTES SREQ
 # row NAME MODE SHARED_PREFIX: MODE "turn" or "once"
 row() {
 	local r=$1 mode=$2 i bad=0
 	mount_nodes "$3"
 	drop_caches
 	proxy_reset
+	curl -s "http://127.0.0.1:$SHARED_PORT/__proxy/reset_stats" >/dev/null
 	if [ "$mode" = turn ]; then
 		for i in $(seq "$NODES"); do
 			read_node "$i" "$r"
@@ -215,6 +217,9 @@ row() {
 		wait "${readers[@]}"
 	fi
 	BYTES[$r]=$(proxy_stat bytes_down)
+	# the shared tier's requests, by method (its proxy's counts)
+	SREQ[$r]=$(curl -s "http://127.0.0.1:$SHARED_PORT/__proxy/stats" |
+		awk '$1 == "GET" || $1 == "PUT" || $1 == "DELETE" || $1 == "HEAD" { printf "%s%s %s", n++ ? ", " : "", $1, $2 }')
 	for i in $(seq "$NODES"); do
 		SECS[$r,$i]=$(cat "$WORK/$r.$i.secs")
 		bad=$((bad + $(cat "$WORK/$r.$i.bad")))
@@ -265,12 +270,12 @@ rest_mean() { local s=0 i; for i in $(seq 2 "$NODES"); do s=$(awk -v a="$s" -v b
 	echo "Origin behind the emulator: ${LATENCY_MS} ms to first byte, $BANDWIDTH B/s per connection."
 	echo "Shared tier: a bucket on the same radosgw, through an unshaped proxy."
 	echo
-	echo "| row | origin bytes | x dataset | failed reads | epoch s, node 1..$NODES |"
-	echo "|---|---:|---:|---:|---|"
+	echo "| row | origin bytes | x dataset | failed reads | epoch s, node 1..$NODES | shared tier requests |"
+	echo "|---|---:|---:|---:|---|---|"
 	for r in "without, in turn" "with, in turn" "without, at once" "with, at once" killed; do
 		secs=""
 		for i in $(seq "$NODES"); do secs="$secs ${SECS[$r,$i]:--}"; done
-		echo "| $r | ${BYTES[$r]} | $(ratio "${BYTES[$r]}" "$DS_BYTES") | ${BAD[$r]} |$secs |"
+		echo "| $r | ${BYTES[$r]} | $(ratio "${BYTES[$r]}" "$DS_BYTES") | ${BAD[$r]} |$secs | ${SREQ[$r]:--} |"
 	done
 	echo
 	echo "Targets:"
