@@ -16,8 +16,10 @@
 #   "1.5 2 4 8": C = N / ratio, in whole MiB) or, when SSD_MIB is given,
 #   for C = SSD_MIB MiB alone.  With EVICT_SHAPE=mixed the dataset is
 #   instead files from 40 KB to 64 MiB (log-uniform, a fixed seed) that
-#   add up to the same N.  The page cache dropped before each epoch, in four
-#   orders: listing order, a new seeded shuffle each epoch, the same with
+#   add up to the same N; with EVICT_FILE_BYTES=B, FILES files of B
+#   bytes each (100000 with TIERFS_BENCH_MOUNT_OPTS="--chunk-size 64K"
+#   and RAM_MIB 1: two chunks a file).  The page cache dropped before
+#   each epoch, in four orders: listing order, a new seeded shuffle each epoch, the same with
 #   --scan-prefetch 0, and the shuffle handed over as a loader's plan.
 #   Per epoch, the object-store bytes (store.bytes, the daemon's SIGUSR1
 #   counter) over N.  Targets: epoch 1 <= 1.02, later epochs <= 1.05 x
@@ -26,7 +28,8 @@
 #   1 - C/N.  EVICT_ORDERS and EVICT_POLICIES (environment) run a subset
 #   of the orders and of "tinylfu lru"; EVICT_SIM=0 skips the simulator;
 #   EVICT_SEED=K (default 0) draws other shuffles (epoch e's is seeded
-#   with e + 1000 K).
+#   with e + 1000 K); TIERFS_BENCH_MOUNT_OPTS, extra options for every
+#   mount.
 # Output: the tables on stdout; with EVICT_OUT=DIR also DIR/evict.md (the
 #   same) and DIR/evict.png: for each order, the mean of epochs 2 on
 #   against N/C, for both policies, beside OPT and the bound (gnuplot).
@@ -40,11 +43,18 @@ FILE_MIB=${2:-4}
 RAM_MIB=${3:-16}
 SSD_ARG=${4:-}
 EPOCHS=${5:-4}
+# shellcheck disable=SC2206
+EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
 # SIZES: the dataset's file sizes in bytes; N_MIB their sum in MiB.
 case ${EVICT_SHAPE:-uniform} in
 uniform)
-	SHAPE="$FILES x $FILE_MIB MiB"
-	mapfile -t SIZES < <(for _ in $(seq "$FILES"); do echo $((FILE_MIB * 1048576)); done) ;;
+	if [ -n "${EVICT_FILE_BYTES:-}" ]; then
+		[[ $EVICT_FILE_BYTES =~ ^[1-9][0-9]*$ ]] || { echo "evict.sh: EVICT_FILE_BYTES must be a whole number" >&2; exit 2; }
+		SHAPE="$FILES x $EVICT_FILE_BYTES bytes"
+	else
+		SHAPE="$FILES x $FILE_MIB MiB"
+	fi
+	mapfile -t SIZES < <(for _ in $(seq "$FILES"); do echo "${EVICT_FILE_BYTES:-$((FILE_MIB * 1048576))}"; done) ;;
 mixed)
 	mapfile -t SIZES < <(awk -v n=$((FILES * FILE_MIB * 1048576)) 'BEGIN {
 		srand(1); lo = log(40000); hi = log(64 * 1048576)
@@ -161,7 +171,7 @@ run() {
 	rm -rf "$WORK/cache"
 	build/tierfs mount s3://bench "$MNT" -f --endpoint "$S3_ENDPOINT" --path-style \
 		--ram-size "${RAM_MIB}M" --cache-dir "$WORK/cache" --ssd-size "${ssd}M" \
-		--ram-policy "$policy" --ssd-policy "$policy" "$@" >>"$LOG" 2>&1 &
+		--ram-policy "$policy" --ssd-policy "$policy" "$@" "${EXTRA[@]}" >>"$LOG" 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do grep -q " $MNT " /proc/mounts && break; sleep 0.05; done
 	grep -q " $MNT " /proc/mounts || { tail -n 20 "$LOG" >&2; exit 1; }
