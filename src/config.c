@@ -53,7 +53,7 @@ static const struct opt_def opt_defs[] = {
 	{ "kernel-readahead", OPT_RA, OFF(kernel_readahead), 1ul << 30 },
 	{ "read-ahead", OPT_RA, OFF(read_ahead), 4ul << 30 },
 	{ "read-ahead-files", OPT_UINT, OFF(read_ahead_files), 1024 },
-	{ "list-ahead", OPT_UINT, OFF(list_ahead), 256 },
+	{ "list-ahead", OPT_UINT, OFF(list_ahead), 64 },
 	{ "read-ahead-mem", OPT_RA, OFF(read_ahead_mem), 1ul << 40 },
 	{ "random-blocks", OPT_RA, OFF(random_blocks), 1ul << 40 },
 	{ "scan-prefetch", OPT_UINT, OFF(scan_prefetch), 32 },

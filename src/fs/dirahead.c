@@ -54,22 +54,24 @@ static struct dir_ahead *slot_find(struct tfs_fs *fs, const char *key)
 	return NULL;
 }
 
-/* A slot for a new fetch (lock held): a free one, else one whose listing
- * is stale, else the oldest one not being fetched; NULL when every slot
- * is being fetched. */
+/* May slot s take a new fetch (lock held)?  When free, or done and out
+ * of the TTL: a fresh listing nobody took yet is kept for its node (a
+ * walk comes back for it; dropped, it would be listed twice), and so is
+ * the memory of a fetch that brought nothing, so that each open of the
+ * parent does not ask again for a directory too big to fetch ahead. */
+static bool slot_reusable(const struct tfs_fs *fs, const struct dir_ahead *s)
+{
+	return !s->key ||
+	       (!s->busy && !meta_fresh(fs, s->listing ? s->listing->fetched_us : s->tried_us));
+}
+
+/* A slot for a new fetch (lock held), NULL when none may take one. */
 static struct dir_ahead *slot_new(struct tfs_fs *fs)
 {
-	struct dir_ahead *old = NULL;
-
-	for (size_t i = 0; i < fs->n_ahead; i++) {
-		struct dir_ahead *s = &fs->ahead[i];
-
-		if (!s->key || (!s->busy && !meta_fresh(fs, s->listing->fetched_us)))
-			return s;
-		if (!s->busy && (!old || s->listing->fetched_us < old->listing->fetched_us))
-			old = s;
-	}
-	return old;
+	for (size_t i = 0; i < fs->n_ahead; i++)
+		if (slot_reusable(fs, &fs->ahead[i]))
+			return &fs->ahead[i];
+	return NULL;
 }
 
 /* Directory node n takes the slot's listing unless it has a newer one
@@ -117,7 +119,7 @@ static void ahead_run(void *ctx, struct prefetch_item *item, bool cancelled)
 	s = &fs->ahead[j->slot];
 	s->busy = false;
 	if (!l) {
-		slot_clear(s);          /* an open asks again, and reports */
+		s->tried_us = clock_mono_us();   /* an open asks itself, and reports */
 	} else {
 		s->listing = l;
 		n = node_by_name(fs, s->parent, s->name);
@@ -159,15 +161,17 @@ static void kick_from(struct tfs_fs *fs, struct fs_node *d, size_t from)
 		if (!key)
 			return;
 		kept = stash_find(fs, key);
-		if (slot_find(fs, key) || (kept && meta_fresh(fs, kept->fetched_us))) {
+		s = slot_find(fs, key);
+		if ((s && !slot_reusable(fs, s)) || (kept && meta_fresh(fs, kept->fetched_us))) {
 			free(key);
 			continue;
 		}
-		s = slot_new(fs);
+		if (!s)
+			s = slot_new(fs);
 		j = s ? malloc(sizeof(*j) + strlen(key) + 1) : NULL;
 		if (!j) {
 			free(key);
-			return;             /* every slot is being fetched: the walk catches up */
+			return;             /* every slot is in use: the walk catches up */
 		}
 		slot_clear(s);
 		s->key = key;
@@ -203,7 +207,7 @@ void dir_ahead_take(struct tfs_fs *fs, struct fs_node *n)
 {
 	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
 
-	if (s && !s->busy)
+	if (s && !s->busy && s->listing)
 		slot_give(s, n);
 }
 
@@ -211,12 +215,21 @@ bool dir_ahead_wait(struct tfs_fs *fs, struct fs_node *n)
 {
 	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
 
-	if (!s)
-		return false;
-	if (s->busy)
-		pthread_cond_wait(&fs->relisted, &fs->lock);
-	else
+	char *key;
+
+	if (!s || (!s->busy && !s->listing))
+		return false;           /* none, or it brought none: the open asks */
+	if (!s->busy) {
 		slot_give(s, n);
+		return true;
+	}
+	key = strdup(n->key);       /* n may be gone once the lock was let go */
+	if (!key)
+		return false;
+	/* until this fetch ends (relisted is broadcast for every one) */
+	while (s->busy && strcmp(s->key, key) == 0)
+		pthread_cond_wait(&fs->relisted, &fs->lock);
+	free(key);
 	return true;
 }
 
@@ -230,8 +243,10 @@ int dir_ahead_start(struct tfs_fs *fs)
 	if (!fs->ahead)
 		return TFS_E_NOMEM;
 	fs->n_ahead = 2 * (size_t)n;
+	/* room for a job per slot, and for the workers' jobs that have freed
+	 * their slot and not yet left the pool */
 	fs->list_pool = prefetch_pool_new(n < AHEAD_THREADS_MAX ? n : AHEAD_THREADS_MAX,
-					  fs->n_ahead, ahead_run, fs);
+					  fs->n_ahead + AHEAD_THREADS_MAX, ahead_run, fs);
 	return fs->list_pool ? TFS_OK : TFS_E_NOMEM;
 }
 

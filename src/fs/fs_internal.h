@@ -149,7 +149,9 @@ struct dir_ahead {
 	char *key;                 /* NULL = a free slot */
 	char *name;
 	uint64_t parent;
-	struct dir_listing *listing;   /* NULL while busy */
+	struct dir_listing *listing;   /* NULL while busy, or when its fetch brought none */
+	uint64_t tried_us;         /* a fetch that brought none (failed, too big): when;
+				    * not asked again ahead before the TTL has passed */
 	bool busy;                 /* its fetch is queued or under way */
 };
 

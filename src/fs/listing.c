@@ -156,6 +156,8 @@ static int fetch_pages(struct tfs_fs *fs, const char *dir, size_t max, bool cut,
 		obj_list_page_free(page);
 		page = NULL;
 	} while (rc == TFS_OK && token);
+	if (rc != TFS_OK)
+		goto out;
 
 	/* S3 returns keys and prefixes in two sorted runs: merge, and let a
 	 * directory win over a file of the same name */

@@ -418,7 +418,8 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	struct fs_node *n;
 	struct fs_dir *d;
 	struct dir_listing *l = NULL;
-	bool had_listing, fresh;
+	uint64_t since = clock_mono_us();
+	bool had_listing, fresh, waited = false;
 	int rc;
 
 	*out = NULL;
@@ -432,11 +433,16 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 			rc = n ? TFS_E_NOTDIR : TFS_E_NOENT;
 			goto unlock;
 		}
+		/* after a wait, a listing fetched since this open began is as
+		 * fresh as one it would fetch itself (a TTL shorter than a LIST) */
 		fresh = n->listing && (meta_fresh(fs, n->listing->fetched_us) ||
-				       stale_without_asking(fs, n->listing->fetched_us));
-		/* a listing fetched ahead for it: waited for or taken, look again */
-		if (fresh || !dir_ahead_wait(fs, n))
+				       stale_without_asking(fs, n->listing->fetched_us) ||
+				       (waited && n->listing->fetched_us >= since));
+		/* a listing fetched ahead for it: waited for or taken (once),
+		 * look again */
+		if (fresh || waited || !dir_ahead_wait(fs, n))
 			break;
+		waited = true;
 	}
 	d->ino = n->ino;
 	d->parent = n->parent;

@@ -321,6 +321,9 @@ Test(fs, a_big_directory_is_left_to_its_open)
 	cr_assert_eq(lists_ahead_reach(1), 1);
 	for (int i = 0; i < 1000 && store->lists - before < 1 + 1 + 11; i++)
 		usleep(10000);
+	/* opening t again does not ask for big ahead once more */
+	list_names(t);
+	cr_assert_eq(store->lists - before, 1 + 1 + 11);
 	big = lookup(t, "big", TFS_OK);
 	cr_assert_eq(fs_opendir(fs, big, &d), TFS_OK);
 	while (fs_dir_entry(d, n, &name, &is_dir))
@@ -331,18 +334,65 @@ Test(fs, a_big_directory_is_left_to_its_open)
 	cr_assert_eq(lists_ahead_reach(1), 1);
 }
 
+/* t/cNN/sMM/f: a tree three levels deep. */
+static void put_deep(unsigned dirs, unsigned subs)
+{
+	char key[32];
+
+	for (unsigned i = 0; i < dirs; i++)
+		for (unsigned k = 0; k < subs; k++) {
+			snprintf(key, sizeof(key), "t/c%02u/s%02u/f", i, k);
+			put_pattern(key, 3, i);
+		}
+}
+
+Test(fs, a_deep_walk_lists_each_directory_once)
+{
+	char name[8];
+	uint64_t t;
+	int before;
+
+	put_deep(5, 4);
+	store->list_delay_ms = 5;
+	fs = mount_list_ahead(2);   /* fewer slots than a level's directories */
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	before = store->lists;
+	list_names(t);
+	for (unsigned i = 0; i < 5; i++) {
+		uint64_t c;
+
+		snprintf(name, sizeof(name), "c%02u", i);
+		c = lookup(t, name, TFS_OK);
+		cr_assert_str_eq(list_names(c), "s00/,s01/,s02/,s03/,");
+		for (unsigned k = 0; k < 4; k++) {
+			snprintf(name, sizeof(name), "s%02u", k);
+			cr_assert_str_eq(list_names(lookup(c, name, TFS_OK)), "f,");
+		}
+	}
+	/* fetches ahead still under way are waited for by the walk's opens,
+	 * and none is dropped before its directory is opened */
+	cr_assert_eq(store->lists - before, 1 + 5 + 5 * 4);
+	cr_assert_gt(lists_ahead_reach(1), 0);
+}
+
 Test(fs, unmounting_while_listings_are_fetched_ahead_is_clean)
 {
+	uint64_t t;
 	int after;
 
-	put_classes(8);
-	store->list_delay_ms = 50;
-	fs = mount_list_ahead(4);
-	list_names(lookup(FS_ROOT_INO, "t", TFS_OK));
-	fs_free(fs);                 /* fetches under way finish, queued ones are dropped */
+	put_deep(3, 2);
+	fs = mount_list_ahead(1);    /* one worker */
+	t = lookup(FS_ROOT_INO, "t", TFS_OK);
+	list_names(t);               /* c00 ahead */
+	cr_assert_eq(lists_ahead_reach(1), 1);
+	store->list_delay_ms = 200;  /* no fetch under way now */
+	/* c00's open fetches s00 and c01 ahead: one under way, one queued
+	 * behind it on the one worker, when the mount goes */
+	list_names(lookup(t, "c00", TFS_OK));
+	fs_free(fs);                 /* the fetch under way ends, the queued one is dropped */
 	fs = NULL;
 	after = store->lists;
-	usleep(200000);
+	usleep(300000);
 	cr_assert_eq(store->lists, after, "a fetch ahead outlived its mount");
 }
 
