@@ -6,7 +6,8 @@
  * What must hold: a second node reads what the first fetched from the
  * shared tier, not from the origin; a corrupt or truncated shared chunk
  * is a miss, served right from the origin and rewritten; a shared tier
- * that cannot be reached costs no read; a changed origin object is never
+ * that cannot be reached, answers errors, refuses writes or answers late
+ * costs no read; a changed origin object is never
  * served from its old version's shared chunks; of two nodes missing one
  * chunk at once, one claims it and the other is served what the first
  * wrote.
@@ -57,14 +58,16 @@ static void shared_fini(void)
 TestSuite(shared, .init = shared_init, .fini = shared_fini, .timeout = 240);
 
 /* A node: its own mountpoint and cache directory, the origin through the
- * proxy, the shared tier at shared_ep (NULL: the server itself). */
-static void node_mount(struct it_mount *m, const char *shared_ep)
+ * proxy, the shared tier at shared_ep (NULL: the server itself), each
+ * request to it bounded by timeout_ms (NULL: the default). */
+static void node_mount_timeout(struct it_mount *m, const char *shared_ep, const char *timeout_ms)
 {
 	char src[128], sh[128], cache[PATH_MAX];
 	const char *opts[] = {
 		"--chunk-size", "1M", "--cache-dir", cache, "--shared-cache", sh,
 		"--shared-endpoint", shared_ep ? shared_ep : env.endpoint,
-		"--read-ahead", "0", "--scan-prefetch", "0", "-v", NULL,
+		"--read-ahead", "0", "--scan-prefetch", "0", "-v",
+		timeout_ms ? "--shared-timeout" : NULL, timeout_ms, NULL,
 	};
 
 	cr_assert_eq(it_mkdtemp(&env, "shcache", cache, sizeof(cache)), 0);
@@ -74,25 +77,36 @@ static void node_mount(struct it_mount *m, const char *shared_ep)
 		cr_assert_fail("mount failed (status %d): %s", m->status, it_mount_log(m));
 }
 
+static void node_mount(struct it_mount *m, const char *shared_ep)
+{
+	node_mount_timeout(m, shared_ep, NULL);
+}
+
+/* Read key (size bytes of seed) through m exactly. */
+static void read_key_ok(struct it_mount *m, const char *key, uint64_t seed, size_t size)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(size + 1);
+	int64_t bad;
+	ssize_t r;
+	int fd;
+
+	cr_assert_not_null(buf);
+	it_fmt(p, sizeof(p), "%s/%s", m->dir, key);
+	fd = open(p, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", p, strerror(errno));
+	r = it_pread_full(fd, buf, size + 1, 0);
+	cr_assert_eq(r, (ssize_t)size, "read %s: %zd (%s)", key, r, r < 0 ? strerror(errno) : "");
+	bad = it_gen_mismatch(seed, 0, buf, size);
+	cr_assert_eq(bad, -1, "%s: wrong byte at %lld", key, (long long)bad);
+	close(fd);
+	free(buf);
+}
+
 /* Read all of F_KEY through m; it must be exactly the upload of seed. */
 static void read_ok(struct it_mount *m, uint64_t seed)
 {
-	char p[PATH_MAX];
-	char *buf = malloc(F_SIZE + 1);
-	int fd;
-	ssize_t r;
-	int64_t bad;
-
-	cr_assert_not_null(buf);
-	it_fmt(p, sizeof(p), "%s/%s", m->dir, F_KEY);
-	fd = open(p, O_RDONLY);
-	cr_assert_geq(fd, 0, "open %s: %s", p, strerror(errno));
-	r = it_pread_full(fd, buf, F_SIZE + 1, 0);
-	cr_assert_eq(r, (ssize_t)F_SIZE, "read: %zd (%s)", r, r < 0 ? strerror(errno) : "");
-	bad = it_gen_mismatch(seed, 0, buf, F_SIZE);
-	cr_assert_eq(bad, -1, "wrong byte at %lld", (long long)bad);
-	close(fd);
-	free(buf);
+	read_key_ok(m, F_KEY, seed, F_SIZE);
 }
 
 /* Wait (<= 30 s) until counter name of m reaches at least want. */
@@ -221,6 +235,103 @@ Test(shared, unreachable_shared_tier_costs_no_read)
 	cr_expect_eq(it_daemon_stat(&a, "store.fetches"), F_CHUNKS);
 	it_unmount_ok(&env, &a);
 	close(fd);
+}
+
+/* ---- the shared tier failing, through a proxy of its own ---- */
+
+#define G_KEY "data/g.bin"
+#define G_SEED 0x6b1edu
+#define G_CHUNKS 2
+#define R_KEY "data/r.bin"
+#define R_SEED 0x7c2fdu
+#define R_CHUNKS 3
+
+/* Wait (<= 60 s) until m's shared tier is no longer paused. */
+static void wait_unpaused(struct it_mount *m)
+{
+	for (int i = 0; i < 600 && it_daemon_stat(m, "shared.paused") != 0; i++)
+		usleep(100 * 1000);
+	cr_assert_eq(it_daemon_stat(m, "shared.paused"), 0, "the shared tier stayed paused");
+}
+
+/* Every request to the shared tier is answered 500: reads are right and
+ * come from the origin, the tier is paused; once it answers again, the
+ * node's next misses go through it (it writes what it fetches). */
+Test(shared, a_shared_tier_answering_errors_costs_no_read)
+{
+	struct it_proxy sp;
+	struct it_mount a;
+
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &sp), 0, "start the tier's proxy");
+	cr_assert_eq(it_proxy_fault(&sp, "kind=500&count=1000000"), 0);
+	node_mount(&a, sp.url);
+	read_ok(&a, F_SEED);
+	cr_expect_gt(it_daemon_stat(&a, "shared.errors"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "shared.hits"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "store.fetches"), F_CHUNKS);
+
+	cr_assert_eq(it_proxy_clear(&sp), 0);
+	wait_unpaused(&a);
+	cr_assert_eq(it_put_gen(&origin, G_KEY, G_SEED, G_CHUNKS * IT_MIB), 0);
+	read_key_ok(&a, G_KEY, G_SEED, G_CHUNKS * IT_MIB);
+	cr_expect_geq(wait_stat(&a, "shared.writes", G_CHUNKS), G_CHUNKS,
+		      "back in the chain: the chunks fetched are written");
+	it_unmount_ok(&env, &a);
+	it_proxy_stop(&sp);
+}
+
+/* The shared tier refuses every write (403, as a full quota or a
+ * read-only key would): reads are right, every lookup still goes to it,
+ * and a refusal is not a failure that pauses it; a second node finds
+ * nothing there and reads the origin, right. */
+Test(shared, a_shared_tier_refusing_writes_costs_no_read)
+{
+	struct it_proxy sp;
+	struct it_mount a, b;
+
+	/* a file of its own: no other test can have put its chunks there */
+	cr_assert_eq(it_put_gen(&origin, R_KEY, R_SEED, R_CHUNKS * IT_MIB), 0);
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &sp), 0, "start the tier's proxy");
+	cr_assert_eq(it_proxy_fault(&sp, "kind=403&count=1000000&method=PUT"), 0);
+	node_mount(&a, sp.url);
+	read_key_ok(&a, R_KEY, R_SEED, R_CHUNKS * IT_MIB);
+	cr_expect_geq(wait_stat(&a, "shared.write_failures", R_CHUNKS), R_CHUNKS);
+	cr_expect_eq(it_daemon_stat(&a, "shared.writes"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "shared.errors"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "shared.paused"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "shared.misses"), R_CHUNKS);
+	cr_expect_eq(it_daemon_stat(&a, "store.fetches"), R_CHUNKS);
+	it_unmount_ok(&env, &a);
+
+	node_mount(&b, sp.url);
+	read_key_ok(&b, R_KEY, R_SEED, R_CHUNKS * IT_MIB);
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), 0);
+	cr_expect_eq(it_daemon_stat(&b, "store.fetches"), R_CHUNKS);
+	it_unmount_ok(&env, &b);
+	it_proxy_stop(&sp);
+}
+
+/* The shared tier answers after 3 s, each request bounded at 300 ms:
+ * reads are right and come from the origin, and the tier is paused after
+ * its timeouts instead of costing every chunk one (no time is asserted
+ * but a bound a slow build keeps: the reads are 5 chunks). */
+Test(shared, a_slow_shared_tier_costs_no_read)
+{
+	struct it_proxy sp;
+	struct it_mount a;
+	double t0;
+
+	cr_assert_eq(it_proxy_start(&env, env.endpoint, &sp), 0, "start the tier's proxy");
+	cr_assert_eq(it_proxy_ctl(&sp, "shape?latency_ms=3000", NULL, 0), 200);
+	node_mount_timeout(&a, sp.url, "300");
+	t0 = it_now();
+	read_ok(&a, F_SEED);
+	cr_expect_lt(it_now() - t0, 60.0, "reads took %.1f s", it_now() - t0);
+	cr_expect_geq(it_daemon_stat(&a, "shared.errors"), 3, "timed out, counted");
+	cr_expect_eq(it_daemon_stat(&a, "shared.hits"), 0);
+	cr_expect_eq(it_daemon_stat(&a, "store.fetches"), F_CHUNKS);
+	it_unmount_ok(&env, &a);
+	it_proxy_stop(&sp);
 }
 
 /* The origin object changes (new ETag): a node that opens the new

@@ -82,14 +82,14 @@
 enum fault_kind {
 	FAULT_NONE, FAULT_503, FAULT_500, FAULT_RESET, FAULT_TRUNCATE,
 	FAULT_STALL, FAULT_RESET_BEFORE, FAULT_429, FAULT_NORANGE, FAULT_BAD_CRANGE,
-	FAULT_EXTRA, FAULT_KIND_COUNT
+	FAULT_EXTRA, FAULT_403, FAULT_KIND_COUNT
 };
 static const char *const fault_names[FAULT_KIND_COUNT] = {
 	[FAULT_503] = "503", [FAULT_500] = "500", [FAULT_RESET] = "reset",
 	[FAULT_TRUNCATE] = "truncate", [FAULT_STALL] = "stall",
 	[FAULT_RESET_BEFORE] = "reset_before", [FAULT_429] = "429",
 	[FAULT_NORANGE] = "norange", [FAULT_BAD_CRANGE] = "bad_crange",
-	[FAULT_EXTRA] = "extra",
+	[FAULT_EXTRA] = "extra", [FAULT_403] = "403",
 };
 #define EXTRA_DEFAULT 1000
 
@@ -1088,15 +1088,18 @@ static const char *const s3_429 =
 static const char *const s3_500 =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InternalError</Code>"
 	"<Message>We encountered an internal error. Please try again.</Message></Error>";
+static const char *const s3_403 =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>"
+	"<Message>Access Denied</Message></Error>";
 
-/* Answers rq with an S3 error made here (503 SlowDown, 500 InternalError or
- * 429 TooManyRequests) and consumes its body. Returns false if the
+/* Answers rq with an S3 error made here (503 SlowDown, 500 InternalError,
+ * 429 TooManyRequests or 403 AccessDenied) and consumes its body. Returns false if the
  * connection must end. */
 static bool conn_send_s3_error(struct conn *c, const struct request *rq, int code)
 {
 	const char *reason = code == 503 ? "Slow Down" : code == 429 ? "Too Many Requests" :
-			     "Internal Server Error";
-	const char *body = code == 503 ? s3_503 : code == 429 ? s3_429 : s3_500;
+			     code == 403 ? "Forbidden" : "Internal Server Error";
+	const char *body = code == 503 ? s3_503 : code == 429 ? s3_429 : code == 403 ? s3_403 : s3_500;
 
 	return conn_send_local(c, code, reason, "application/xml", body, rq->client_close,
 			       strcmp(rq->method, "HEAD") == 0) == 0 &&
@@ -1204,9 +1207,11 @@ static void *conn_main(void *arg)
 			c->close_mode = CLOSE_RST;
 			break;
 		}
-		if (f.kind == FAULT_503 || f.kind == FAULT_500 || f.kind == FAULT_429) {
+		if (f.kind == FAULT_503 || f.kind == FAULT_500 || f.kind == FAULT_429 ||
+		    f.kind == FAULT_403) {
 			if (!conn_send_s3_error(c, &rq, f.kind == FAULT_503 ? 503 :
-						f.kind == FAULT_429 ? 429 : 500))
+						f.kind == FAULT_429 ? 429 :
+						f.kind == FAULT_403 ? 403 : 500))
 				break;
 			continue;
 		}
@@ -1281,7 +1286,7 @@ static void usage(void)
 		"  --s3-like        presets --latency-ms %d --bandwidth %d (S3 in-region;\n"
 		"                   explicit options override it)\n"
 		"Control API on the same port:\n"
-		"  /__proxy/fault?kind=503|500|429|reset|truncate|stall|reset_before|\n"
+		"  /__proxy/fault?kind=503|500|429|403|reset|truncate|stall|reset_before|\n"
 		"  norange|bad_crange|extra [&count=N][&method=M][&path=SUBSTR][&after=BYTES]\n"
 		"  [&ms=MS][&pct=P][&for_ms=MS], /__proxy/clear,\n"
 		"  /__proxy/stats, /__proxy/reset_stats,\n"
