@@ -37,23 +37,6 @@ struct ahead_job {
 	char key[];
 };
 
-static void slot_clear(struct dir_ahead *s)
-{
-	free(s->key);
-	free(s->name);
-	listing_put(s->listing);
-	*s = (struct dir_ahead){ 0 };
-}
-
-/* The slot of directory key, or NULL (lock held). */
-static struct dir_ahead *slot_find(struct tfs_fs *fs, const char *key)
-{
-	for (size_t i = 0; i < fs->n_ahead; i++)
-		if (fs->ahead[i].key && strcmp(fs->ahead[i].key, key) == 0)
-			return &fs->ahead[i];
-	return NULL;
-}
-
 /* May slot s take a new fetch (lock held)?  When free, or done and out
  * of the TTL: a fresh listing nobody took yet is kept for its node (a
  * walk comes back for it; dropped, it would be listed twice), and so is
@@ -74,18 +57,6 @@ static struct dir_ahead *slot_new(struct tfs_fs *fs)
 	return NULL;
 }
 
-/* Directory node n takes the slot's listing unless it has a newer one
- * (lock held); the slot is freed. */
-static void slot_give(struct dir_ahead *s, struct fs_node *n)
-{
-	if (s->listing && (!n->listing || n->listing->fetched_us < s->listing->fetched_us)) {
-		listing_put(n->listing);
-		n->listing = s->listing;
-		s->listing = NULL;
-	}
-	slot_clear(s);
-}
-
 static void ahead_run(void *ctx, struct prefetch_item *item, bool cancelled)
 {
 	struct ahead_job *j = (struct ahead_job *)item;
@@ -102,12 +73,9 @@ static void ahead_run(void *ctx, struct prefetch_item *item, bool cancelled)
 	}
 	l = listing_load(fs, j->key, false);
 	if (!l) {
-		uint64_t wall = clock_wall_us();
-
 		asked = true;
 		rc = listing_fetch_small(fs, j->key, RELIST_MAX, &l);
 		if (rc == TFS_OK) {
-			listing_save(fs, j->key, l, wall);
 			atomic_fetch_add(&fs->lists_ahead, 1);
 		} else if (rc == TFS_E_TOOBIG) {
 			rc = TFS_OK;        /* answered: a big directory is its open's to fetch */
@@ -124,7 +92,7 @@ static void ahead_run(void *ctx, struct prefetch_item *item, bool cancelled)
 		s->listing = l;
 		n = node_by_name(fs, s->parent, s->name);
 		if (n && n->is_dir && strcmp(n->key, s->key) == 0)
-			slot_give(s, n);
+			ahead_give(s, n);
 	}
 	pthread_cond_broadcast(&fs->relisted);
 	pthread_mutex_unlock(&fs->lock);
@@ -161,7 +129,7 @@ static void kick_from(struct tfs_fs *fs, struct fs_node *d, size_t from)
 		if (!key)
 			return;
 		kept = stash_find(fs, key);
-		s = slot_find(fs, key);
+		s = ahead_find(fs, key);
 		if ((s && !slot_reusable(fs, s)) || (kept && meta_fresh(fs, kept->fetched_us))) {
 			free(key);
 			continue;
@@ -173,7 +141,7 @@ static void kick_from(struct tfs_fs *fs, struct fs_node *d, size_t from)
 			free(key);
 			return;             /* every slot is in use: the walk catches up */
 		}
-		slot_clear(s);
+		ahead_clear(s);
 		s->key = key;
 		s->name = strdup(e->name);
 		s->parent = d->ino;
@@ -182,7 +150,7 @@ static void kick_from(struct tfs_fs *fs, struct fs_node *d, size_t from)
 		strcpy(j->key, key);
 		if (!s->name || !prefetch_pool_submit(fs->list_pool, &j->item)) {
 			free(j);
-			slot_clear(s);
+			ahead_clear(s);
 			return;
 		}
 	}
@@ -203,24 +171,15 @@ void dir_ahead_kick(struct tfs_fs *fs, uint64_t ino)
 		kick_from(fs, p, (size_t)(e - p->listing->ents) + 1);
 }
 
-void dir_ahead_take(struct tfs_fs *fs, struct fs_node *n)
-{
-	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
-
-	if (s && !s->busy && s->listing)
-		slot_give(s, n);
-}
-
 bool dir_ahead_wait(struct tfs_fs *fs, struct fs_node *n)
 {
-	struct dir_ahead *s = fs->n_ahead ? slot_find(fs, n->key) : NULL;
-
+	struct dir_ahead *s = ahead_find(fs, n->key);
 	char *key;
 
 	if (!s || (!s->busy && !s->listing))
 		return false;           /* none, or it brought none: the open asks */
 	if (!s->busy) {
-		slot_give(s, n);
+		ahead_give(s, n);
 		return true;
 	}
 	key = strdup(n->key);       /* n may be gone once the lock was let go */
@@ -255,7 +214,7 @@ void dir_ahead_stop(struct tfs_fs *fs)
 	prefetch_pool_free(fs->list_pool);   /* waits for fetches under way */
 	fs->list_pool = NULL;
 	for (size_t i = 0; i < fs->n_ahead; i++)
-		slot_clear(&fs->ahead[i]);
+		ahead_clear(&fs->ahead[i]);
 	free(fs->ahead);
 	fs->ahead = NULL;
 	fs->n_ahead = 0;

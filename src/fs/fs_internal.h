@@ -11,9 +11,10 @@
  *   operator.c   the operator interface: files by path, warm-up, pins,
  *                eviction, residency, traces, counters
  *   namespace.c  names to nodes: lookups, revalidation, readdir
- *   nodes.c      the inode table, object versions, open handles
  *   dirahead.c   listing read-ahead: the listings of the directories a
  *                walk opens next, fetched before it opens them
+ *   nodes.c      the inode table, object versions, open handles; the
+ *                listings kept for nodes not created yet (stash, ahead)
  *   listing.c    directory listings as data: fetched, saved in the cache
  *                index and loaded from it, searched
  *
@@ -143,8 +144,9 @@ struct dir_stash {
 	struct ra_dir ra;
 };
 
-/* A listing fetched ahead of a walk (dirahead.c), for directory key:
- * the child `name` of directory ino parent.  Under fs->lock. */
+/* A listing fetched ahead of a walk (dirahead.c fetches, nodes.c gives it
+ * to its node), for directory key: the child `name` of directory ino
+ * parent.  Under fs->lock. */
 struct dir_ahead {
 	char *key;                 /* NULL = a free slot */
 	char *name;
@@ -237,8 +239,6 @@ void dir_ahead_stop(struct tfs_fs *fs);
  * the listings of its first subdirectories and of those after it in its
  * parent's listing. */
 void dir_ahead_kick(struct tfs_fs *fs, uint64_t ino);
-/* New directory node n takes a listing fetched ahead for it (lock held). */
-void dir_ahead_take(struct tfs_fs *fs, struct fs_node *n);
 /* Directory node n has no fresh listing (lock held): when one is being
  * fetched ahead for it, wait for that fetch (the lock is dropped: n may be
  * gone after) or take what it brought, and return true; else false. */
@@ -250,7 +250,8 @@ struct dir_listing *listing_get(struct dir_listing *l);
 const struct dir_entry *listing_find(const struct dir_listing *l, const char *name);
 /* The object metadata a listing entry carries (zeroes for a directory). */
 void listing_entry_meta(const struct dir_entry *e, struct obj_meta *m);
-/* Fetch the full listing of directory key dir (all pages). */
+/* Fetch the full listing of directory key dir (all pages), and save it
+ * in the cache index (listing_save). */
 int listing_fetch(struct tfs_fs *fs, const char *dir, struct dir_listing **out);
 /* The same for a directory of max entries at most: TFS_E_TOOBIG for a
  * bigger one, found out in its first pages. */
@@ -300,7 +301,16 @@ char *node_child_key(const struct fs_node *dir, const char *name, bool is_dir);
  * learnt about it at learned_us, add one lookup, and fill *out. */
 int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool is_dir,
 	       const struct obj_meta *meta, uint64_t learned_us, struct fs_attr *out);
+/* Directory node n takes l (a reference of its own) when it is newer
+ * than n's listing (lock held). */
+void node_listing_offer(struct fs_node *n, struct dir_listing *l);
 void stash_clear(struct dir_stash *s);
+/* Slots of listings fetched ahead (lock held): free one; the one of
+ * directory key, or NULL; give its listing to node n (if newer) and free
+ * it. */
+void ahead_clear(struct dir_ahead *s);
+struct dir_ahead *ahead_find(struct tfs_fs *fs, const char *key);
+void ahead_give(struct dir_ahead *s, struct fs_node *n);
 /* The listing kept for forgotten directory key (lock held), NULL if none. */
 const struct dir_listing *stash_find(const struct tfs_fs *fs, const char *key);
 void fs_handle_add(struct tfs_fs *fs, struct fs_handle_link *head, struct fs_handle_link *l);

@@ -79,10 +79,12 @@ static int listing_add(struct dir_listing *l, size_t *cap, const char *name, siz
 }
 
 /* Fetch the listing of directory key dir, all pages: at most max entries
- * (more: with cut, the rest left out and said; else TFS_E_TOOBIG). */
+ * (more: with cut, the rest left out and said; else TFS_E_TOOBIG); saved
+ * in the cache index as of the fetch's start. */
 static int fetch_pages(struct tfs_fs *fs, const char *dir, size_t max, bool cut,
 		       struct dir_listing **out)
 {
+	uint64_t wall = clock_wall_us();
 	struct dir_listing *l = calloc(1, sizeof(*l));
 	struct obj_list_page *page = NULL;
 	char *token = NULL;
@@ -130,13 +132,13 @@ static int fetch_pages(struct tfs_fs *fs, const char *dir, size_t max, bool cut,
 			}
 			if (k == KEYPATH_MARKER)
 				continue;
-			if (l->n >= max && !cut) {
-				rc = TFS_E_TOOBIG;
-				break;
-			}
 			if (l->n >= max) {
-				log_warn("directory '%s' has more than %u entries; the rest are not shown",
-					 dir, LIST_MAX_ENTRIES);
+				if (!cut) {
+					rc = TFS_E_TOOBIG;
+					break;
+				}
+				log_warn("directory '%s' has more than %zu entries; the rest are not shown",
+					 dir, max);
 				page->truncated = false;
 				break;
 			}
@@ -176,6 +178,7 @@ static int fetch_pages(struct tfs_fs *fs, const char *dir, size_t max, bool cut,
 	}
 	l->n = w;
 	l->fetched_us = clock_mono_us();
+	listing_save(fs, dir, l, wall);
 out:
 	free(token);
 	if (rc != TFS_OK) {

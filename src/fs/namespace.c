@@ -29,7 +29,6 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 {
 	struct dir_listing *l = NULL;
 	struct fs_node *n;
-	uint64_t wall;
 	bool waited = false;
 	char *key;
 	int rc;
@@ -53,10 +52,7 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 		return TFS_E_NOMEM;
 	n->relisting = true;
 	pthread_mutex_unlock(&fs->lock);
-	wall = clock_wall_us();
 	rc = listing_fetch(fs, key, &l);
-	if (rc == TFS_OK)
-		listing_save(fs, key, l, wall);
 	pthread_mutex_lock(&fs->lock);
 	store_answered(fs, rc);
 	n = node_by_ino(fs, ino);
@@ -65,10 +61,7 @@ int dir_relist(struct tfs_fs *fs, uint64_t ino)
 		if (rc != TFS_OK && n->listing && stale_ok(fs, rc, n->listing->fetched_us))
 			rc = TFS_OK;
 		n->relist_rc = rc;
-		if (l && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
-			listing_put(n->listing);
-			n->listing = listing_get(l);
-		}
+		node_listing_offer(n, l);
 	}
 	pthread_cond_broadcast(&fs->relisted);
 	listing_put(l);
@@ -115,10 +108,7 @@ int listing_lookup_saved(struct tfs_fs *fs, uint64_t parent_ino, const char *nam
 	pthread_mutex_lock(&fs->lock);
 	parent = node_by_ino(fs, parent_ino);
 	if (parent && parent->is_dir) {
-		if (!parent->listing || parent->listing->fetched_us < l->fetched_us) {
-			listing_put(parent->listing);
-			parent->listing = listing_get(l);
-		}
+		node_listing_offer(parent, l);
 		/* the newest listing answers, whichever that is now */
 		e = listing_find(parent->listing, name);
 		if (e) {
@@ -465,22 +455,18 @@ int fs_opendir(struct tfs_fs *fs, uint64_t ino, struct fs_dir **out)
 	if (!had_listing)
 		l = listing_load(fs, d->key, false);
 	if (!l) {
-		uint64_t wall = clock_wall_us();
 		rc = listing_fetch(fs, d->key, &l);
 		store_answered(fs, rc);
 		if (rc != TFS_OK) {
 			l = opendir_stale(fs, ino, d->key, &rc);
 			if (!l)
 				goto fail;
-		} else
-			listing_save(fs, d->key, l, wall);
+		}
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_by_ino(fs, ino);
-	if (n && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
-		listing_put(n->listing);
-		n->listing = listing_get(l);
-	}
+	if (n)
+		node_listing_offer(n, l);
 	dir_ahead_kick(fs, ino);
 	pthread_mutex_unlock(&fs->lock);
 	d->listing = l;

@@ -340,6 +340,49 @@ static void stash_take(struct tfs_fs *fs, struct fs_node *n)
 	}
 }
 
+void node_listing_offer(struct fs_node *n, struct dir_listing *l)
+{
+	if (l && (!n->listing || n->listing->fetched_us < l->fetched_us)) {
+		listing_put(n->listing);
+		n->listing = listing_get(l);
+	}
+}
+
+/* ---- listings fetched ahead, waiting for their nodes ----------------------
+ * dirahead.c fills the slots; a directory node created for one takes its
+ * listing, as it takes a forgotten predecessor's from the stash. */
+
+void ahead_clear(struct dir_ahead *s)
+{
+	free(s->key);
+	free(s->name);
+	listing_put(s->listing);
+	*s = (struct dir_ahead){ 0 };
+}
+
+struct dir_ahead *ahead_find(struct tfs_fs *fs, const char *key)
+{
+	for (size_t i = 0; i < fs->n_ahead; i++)
+		if (fs->ahead[i].key && strcmp(fs->ahead[i].key, key) == 0)
+			return &fs->ahead[i];
+	return NULL;
+}
+
+void ahead_give(struct dir_ahead *s, struct fs_node *n)
+{
+	node_listing_offer(n, s->listing);
+	ahead_clear(s);
+}
+
+/* A new directory node n takes a listing fetched ahead for it (lock held). */
+static void ahead_take(struct tfs_fs *fs, struct fs_node *n)
+{
+	struct dir_ahead *s = ahead_find(fs, n->key);
+
+	if (s && !s->busy && s->listing)
+		ahead_give(s, n);
+}
+
 /* Find or create the child `name` of parent (lock held) with what was
  * learnt about it at learned_us, add one lookup, and fill *out.  A child
  * whose type changed (file <-> dir) gets a new inode, unless the news is
@@ -384,7 +427,7 @@ int node_learn(struct tfs_fs *fs, struct fs_node *parent, const char *name, bool
 		n->is_dir = is_dir;
 		if (is_dir) {
 			stash_take(fs, n);
-			dir_ahead_take(fs, n);
+			ahead_take(fs, n);
 		}
 		table_maybe_grow(fs);
 		node_link(fs, n);
