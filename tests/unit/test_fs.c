@@ -213,7 +213,7 @@ static uint64_t lists_ahead_reach(uint64_t want)
 /* A walk of t/ as find does it: t, then each class folder in order. */
 static void walk_classes(uint64_t t, unsigned dirs)
 {
-	char name[8];
+	char name[16];
 
 	for (unsigned i = 0; i < dirs; i++) {
 		snprintf(name, sizeof(name), "c%02u", i);
@@ -348,7 +348,7 @@ static void put_deep(unsigned dirs, unsigned subs)
 
 Test(fs, a_deep_walk_lists_each_directory_once)
 {
-	char name[8];
+	char name[16];
 	uint64_t t;
 	int before;
 
