@@ -125,9 +125,6 @@ fi
 
 bench_proxy_start "$LOGS/faultproxy.log" || exit 2
 bench_peer_config
-# proxy_stat NAME: the emulator's counter (requests, bytes_down, ...)
-proxy_stat() { curl -s "$PROXY/__proxy/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
-proxy_reset() { curl -s "$PROXY/__proxy/reset_stats" >/dev/null; }
 
 # ---- the dataset, straight to radosgw ----
 log "uploading $FILES files in $CLASSES classes"

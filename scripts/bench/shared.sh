@@ -118,8 +118,6 @@ else
 	bench_start "$WORK/rgw.log"
 fi
 bench_proxy_start "$LOGS/faultproxy.log" || exit 2
-proxy_stat() { curl -s "$PROXY/__proxy/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
-proxy_reset() { curl -s "$PROXY/__proxy/reset_stats" >/dev/null; }
 
 # the shared bucket's own proxy, unshaped: killing it kills the tier
 start_shared_proxy() {
@@ -205,7 +203,7 @@ row() {
 	mount_nodes "$3"
 	drop_caches
 	proxy_reset
-	curl -s "http://127.0.0.1:$SHARED_PORT/__proxy/reset_stats" >/dev/null
+	proxy_reset "http://127.0.0.1:$SHARED_PORT"
 	if [ "$mode" = turn ]; then
 		for i in $(seq "$NODES"); do
 			read_node "$i" "$r"
@@ -218,8 +216,9 @@ row() {
 	fi
 	BYTES[$r]=$(proxy_stat bytes_down)
 	# the shared tier's requests, by method (its proxy's counts)
-	SREQ[$r]=$(curl -s "http://127.0.0.1:$SHARED_PORT/__proxy/stats" |
-		awk '$1 == "GET" || $1 == "PUT" || $1 == "DELETE" || $1 == "HEAD" { printf "%s%s %s", n++ ? ", " : "", $1, $2 }')
+	SREQ[$r]=$(for m in GET HEAD PUT DELETE; do
+		printf '%s %s, ' "$m" "$(proxy_stat "$m" "http://127.0.0.1:$SHARED_PORT")"; done)
+	SREQ[$r]=${SREQ[$r]%, }
 	for i in $(seq "$NODES"); do
 		SECS[$r,$i]=$(cat "$WORK/$r.$i.secs")
 		bad=$((bad + $(cat "$WORK/$r.$i.bad")))

@@ -69,8 +69,6 @@ log() { printf '[walk %6.1fs] %s\n' "$(awk -v a="$T_START" -v b="$(now)" 'BEGIN 
 log "setup, build, radosgw"
 bench_start "$WORK/rgw.log"
 bench_proxy_start "$LOGS/faultproxy.log" || exit 2
-proxy_stat() { curl -s "$PROXY/__proxy/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
-proxy_reset() { curl -s "$PROXY/__proxy/reset_stats" >/dev/null; }
 
 BUCKET=walk-bench-$$
 log "uploading $DIRS folders of $FILES files"

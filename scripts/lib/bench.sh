@@ -54,6 +54,11 @@ bench_proxy_start() {
 	PROXY=http://127.0.0.1:$(cat "$WORK/proxy.port")
 }
 
+# proxy_stat NAME [URL]: the counter NAME of the emulator at URL ($PROXY);
+# proxy_reset [URL]: zero its counters.
+proxy_stat() { curl -s "${2:-$PROXY}/__proxy/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
+proxy_reset() { curl -s "${1:-$PROXY}/__proxy/reset_stats" >/dev/null; }
+
 # bench_peer_config: what curl, s3fs and rclone need to reach the bucket
 # through $PROXY: credentials in mode-600 files ($WORK/s3fs.passwd,
 # $WORK/curl.cfg), not on command lines, and RCLONE_ENV, the environment
