@@ -86,7 +86,10 @@ static char *elem_text(xmlNode *root, const char *name)
 	return s ? cred_trim(s) : NULL;
 }
 
-int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct tfs_errinfo *ei)
+/* Credentials in an XML reply: STS's, or S3 Express's CreateSession
+ * (`what` names the service in messages). */
+static int parse_creds_xml(const char *xml, size_t len, const char *what, struct cred **out,
+			   struct tfs_errinfo *ei)
 {
 	char *ak = NULL, *sk = NULL, *tok = NULL, *exp = NULL, *code = NULL, *msg = NULL;
 	int64_t exp_ms = 0;
@@ -95,9 +98,9 @@ int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct t
 	int rc = TFS_E_PROTO;
 
 	*out = NULL;
-	doc = s3_xml_read(xml, len, CRED_HTTP_BODY_MAX, "sts.xml");
+	doc = s3_xml_read(xml, len, CRED_HTTP_BODY_MAX, "creds.xml");
 	if (!doc || !(root = xmlDocGetRootElement(doc))) {
-		tfs_errinfo_set(ei, "STS: reply is not an STS document");
+		tfs_errinfo_set(ei, "%s: reply is not an XML document", what);
 		goto out;
 	}
 	if (strcmp((const char *)root->name, "ErrorResponse") == 0) {
@@ -105,7 +108,7 @@ int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct t
 		msg = elem_text(root, "Message");
 		if (ei)
 			snprintf(ei->code, sizeof(ei->code), "%s", code ? code : "");
-		tfs_errinfo_set(ei, "STS refused: %s: %.160s", code ? code : "(no code)",
+		tfs_errinfo_set(ei, "%s refused: %s: %.160s", what, code ? code : "(no code)",
 				msg ? msg : "");
 		rc = TFS_E_AUTH;
 		goto out;
@@ -115,12 +118,12 @@ int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct t
 	tok = elem_text(root, "SessionToken");
 	exp = elem_text(root, "Expiration");
 	if (!ak || !*ak || !sk || !*sk || !tok || !*tok || !exp) {
-		tfs_errinfo_set(ei, "STS: reply without AccessKeyId, SecretAccessKey, SessionToken "
-				"and Expiration");
+		tfs_errinfo_set(ei, "%s: reply without AccessKeyId, SecretAccessKey, SessionToken "
+				"and Expiration", what);
 		goto out;
 	}
 	if (!cred_parse_time(exp, &exp_ms)) {
-		tfs_errinfo_set(ei, "STS: bad Expiration '%.40s'", exp);
+		tfs_errinfo_set(ei, "%s: bad Expiration '%.40s'", what, exp);
 		goto out;
 	}
 	*out = cred_new_keys(ak, sk, tok, exp_ms);
@@ -134,6 +137,17 @@ out:
 	free(msg);
 	xmlFreeDoc(doc);
 	return rc;
+}
+
+int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct tfs_errinfo *ei)
+{
+	return parse_creds_xml(xml, len, "STS", out, ei);
+}
+
+int aws_creds_parse_session(const char *xml, size_t len, struct cred **out,
+			    struct tfs_errinfo *ei)
+{
+	return parse_creds_xml(xml, len, "CreateSession", out, ei);
 }
 
 int aws_creds_parse_json(const char *json, size_t len, int allow_no_expiry,

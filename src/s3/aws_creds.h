@@ -54,6 +54,12 @@ int aws_creds_chain(const char *profile, struct cred_provider **out, struct tfs_
  * with its code and message in ei). */
 int aws_creds_parse_sts(const char *xml, size_t len, struct cred **out, struct tfs_errinfo *ei);
 
+/* An S3 Express One Zone CreateSession reply (<CreateSessionResult>
+ * <Credentials> with the session's AccessKeyId, SecretAccessKey,
+ * SessionToken and Expiration). */
+int aws_creds_parse_session(const char *xml, size_t len, struct cred **out,
+			    struct tfs_errinfo *ei);
+
 /* A credentials JSON document: the container endpoint's and IMDS's
  * ("AccessKeyId", "SecretAccessKey", "Token", "Expiration", IMDS's "Code"
  * must be "Success" when present) or credential_process's ("Version": 1,

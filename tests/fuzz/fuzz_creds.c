@@ -88,7 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_cred(rc, c, &ei);
 		break;
 	case 2:
-		rc = aws_creds_parse_sts(text, len, &c, &ei);
+		rc = data[0] & 8 ? aws_creds_parse_session(text, len, &c, &ei)
+				 : aws_creds_parse_sts(text, len, &c, &ei);
 		check_cred(rc, c, &ei);
 		break;
 	case 3:

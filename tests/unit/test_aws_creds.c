@@ -48,6 +48,46 @@ Test(aws_creds, sts_reply_of_the_documentation)
 	cred_put(c);
 }
 
+/* The shape of S3 Express One Zone's CreateSession reply (S3 API
+ * reference, CreateSession). */
+Test(aws_creds, create_session_reply)
+{
+	static const char reply[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<CreateSessionResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		"<Credentials><SessionToken>TOKEN/+=</SessionToken>"
+		"<SecretAccessKey>SECRET/+</SecretAccessKey><AccessKeyId>ASIASESSION</AccessKeyId>"
+		"<Expiration>2026-12-07T10:05:00Z</Expiration></Credentials></CreateSessionResult>";
+	static const char *const bad[] = {
+		"", "<CreateSessionResult/>",
+		"<CreateSessionResult><Credentials><AccessKeyId>A</AccessKeyId>"
+		"<SecretAccessKey>S</SecretAccessKey><SessionToken>T</SessionToken>"
+		"</Credentials></CreateSessionResult>",
+		"<CreateSessionResult><Credentials><AccessKeyId>A</AccessKeyId>"
+		"<SecretAccessKey>S</SecretAccessKey><SessionToken>T</SessionToken>"
+		"<Expiration>soon</Expiration></Credentials></CreateSessionResult>",
+	};
+	struct cred *c = NULL;
+	struct tfs_errinfo ei;
+
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(aws_creds_parse_session(reply, strlen(reply), &c, &ei), TFS_OK, "%s",
+		     ei.message);
+	cr_assert_str_eq(c->access_key, "ASIASESSION");
+	cr_assert_str_eq(c->secret_key, "SECRET/+");
+	cr_assert_str_eq(c->session_token, "TOKEN/+=");
+	cr_assert_eq(c->expires_ms, 1796637900000LL);
+	cred_put(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tfs_errinfo_clear(&ei);
+		c = NULL;
+		cr_assert_eq(aws_creds_parse_session(bad[i], strlen(bad[i]), &c, &ei), TFS_E_PROTO,
+			     "case %zu", i);
+		cr_assert_null(c);
+		cr_assert(strstr(ei.message, "CreateSession"), "case %zu: %s", i, ei.message);
+	}
+}
+
 Test(aws_creds, sts_errors_and_garbage)
 {
 	static const char err[] =
