@@ -81,6 +81,8 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 		  size_t desc_len, char *err, size_t err_len)
 {
 	bool gcs = src->scheme == OBJSTORE_GCS;
+	/* a directory bucket: requests signed with sessions it issues */
+	bool express = !gcs && s3_bucket_is_express(src->bucket);
 	struct cred_provider *creds = NULL;
 	struct s3_client *client = NULL;
 	struct tfs_errinfo ei;
@@ -113,6 +115,11 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 			return rc;
 		}
 	}
+	if (express) {
+		size_t wl = strlen(what);
+
+		snprintf(what + wl, sizeof(what) - wl, ", S3 Express sessions");
+	}
 	log_info("credentials: %s", what);
 	ep = src->endpoint && *src->endpoint ? src->endpoint : gcs ? GCS_ENDPOINT : NULL;
 	{
@@ -122,6 +129,7 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 			.bucket = src->bucket,
 			.path_style = gcs || src->path_style,
 			.dialect = gcs ? S3_DIALECT_GCS : S3_DIALECT_S3,
+			.express = express,
 			.creds = creds,              /* the client owns it from here */
 			.max_connections = src->max_connections,
 			.max_retries = src->max_retries,

@@ -3,7 +3,10 @@
  * backend, get the first credentials, check the bucket.
  *
  * s3://  credentials from the AWS chain (aws_creds.h), endpoint as given
- *        (else AWS for the region), SigV4.
+ *        (else AWS for the region), SigV4.  A bucket named NAME--ZONE--x-s3
+ *        is an S3 Express One Zone directory bucket: the chain's
+ *        credentials ask it for sessions (CreateSession), and the sessions
+ *        sign the requests (see s3_config.express).
  * gs://  Google Cloud Storage's XML API at the endpoint given, else
  *        https://storage.googleapis.com, always path-style (GCS bucket
  *        names may hold '_' and dots), SigV4 region "auto".  Credentials:

@@ -72,6 +72,8 @@
 
 #include "common/log.h"
 #include "common/rand.h"
+#include "s3/aws_creds.h"
+#include "s3/cred_util.h"
 #include "s3/s3_client_internal.h"
 #include "s3/s3_xml.h"
 #include "s3/send_rate.h"
@@ -100,7 +102,9 @@ struct s3_client {
 	char *bucket_path;           /* "/bucket-encoded" (path style) or "" */
 	char *bucket;
 	char *region;
-	struct cred_provider *creds; /* NULL = anonymous */
+	struct cred_provider *creds; /* NULL = anonymous; express: the session */
+	struct cred_provider *iam;   /* express: what CreateSession is signed with */
+	bool express;                /* cfg->express */
 	enum s3_dialect dialect;
 	char *ca_bundle;             /* NULL = curl default */
 	bool aws;                    /* endpoint derived from the region */
@@ -133,6 +137,7 @@ struct s3_op {
 	const char *query;           /* canonical query string, "" if none */
 	const struct sigv4_param *params;
 	size_t n_params;
+	bool iam;                    /* express: sign with c->iam (CreateSession) */
 	const char *range;           /* Range header value or NULL */
 	const char *if_match;
 	bool if_none_match;          /* PUT: "If-None-Match: *" (create only) */
@@ -391,10 +396,41 @@ static void client_free_fields(struct s3_client *c)
 	free(c->bucket);
 	free(c->region);
 	cred_provider_free(c->creds);
+	cred_provider_free(c->iam);
 	free(c->ca_bundle);
 	send_rate_free(c->rate);
 	free(c);
 }
+
+#define EXPRESS_SUFFIX "--x-s3"
+
+bool s3_bucket_is_express(const char *name)
+{
+	size_t n = name ? strlen(name) : 0, sl = strlen(EXPRESS_SUFFIX);
+
+	return n > sl && strcmp(name + n - sl, EXPRESS_SUFFIX) == 0;
+}
+
+/* The zone id of a directory bucket "NAME--ZONE--x-s3" into zone. */
+static bool express_zone(const char *bucket, char *zone, size_t cap)
+{
+	size_t n = strlen(bucket) - strlen(EXPRESS_SUFFIX);
+	const char *start = NULL;
+
+	for (size_t i = 0; i + 1 < n; i++)
+		if (bucket[i] == '-' && bucket[i + 1] == '-')
+			start = bucket + i + 2;
+	if (!start || start == bucket + n || (size_t)(bucket + n - start) >= cap)
+		return false;
+	for (const char *p = start; p < bucket + n; p++)
+		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-')
+			return false;
+	memcpy(zone, start, (size_t)(bucket + n - start));
+	zone[bucket + n - start] = '\0';
+	return true;
+}
+
+static int session_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei);
 
 struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo *ei)
 {
@@ -444,6 +480,18 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	}
 	if (cfg->endpoint && *cfg->endpoint) {
 		rc = parse_endpoint(cfg->endpoint, &c->scheme, &host, &is_ip, ei);
+	} else if (cfg->express) {
+		char zone[64];
+
+		if (!express_zone(c->bucket, zone, sizeof(zone))) {
+			tfs_errinfo_set(ei, "S3 Express bucket '%s' names no zone "
+				       "(NAME--ZONE-ID--x-s3)", c->bucket);
+			goto fail;
+		}
+		c->aws = true;
+		if (asprintf(&aws_ep, "https://s3express-%s.%s.amazonaws.com", zone, c->region) < 0)
+			goto oom;
+		rc = parse_endpoint(aws_ep, &c->scheme, &host, &is_ip, ei);
 	} else {
 		c->aws = true;
 		if (asprintf(&aws_ep, "https://s3.%s.amazonaws.com", c->region) < 0)
@@ -496,6 +544,24 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		}
 		k = cred_new_keys(cfg->access_key, cfg->secret_key, cfg->session_token, 0);
 		if (!k || !(c->creds = cred_provider_new_static("static keys", k)))
+			goto oom;
+	}
+	if (cfg->express) {
+		char desc[300];
+
+		if (!c->creds) {
+			tfs_errinfo_set(ei, "S3 Express bucket '%s' needs credentials to ask it "
+				       "for a session", c->bucket);
+			goto fail;
+		}
+		/* the mount's credentials sign CreateSession; the session
+		 * signs everything else */
+		snprintf(desc, sizeof(desc), "S3 Express session of bucket %s", c->bucket);
+		c->express = true;
+		c->iam = c->creds;
+		c->creds = cred_provider_new(desc, &(struct cred_source){ .fetch = session_fetch,
+									.ctx = c }, NULL);
+		if (!c->creds)
 			goto oom;
 	}
 	ca = cfg->ca_bundle && *cfg->ca_bundle ? cfg->ca_bundle : getenv("AWS_CA_BUNDLE");
@@ -932,6 +998,9 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 {
 	struct curl_slist *l = NULL;
 	bool oom = false;
+	/* S3 Express: a session's token has a header of its own */
+	const char *tok_hdr = c->express && !op->iam ? "x-amz-s3session-token"
+						     : "x-amz-security-token";
 	char amz_date[17], auth[S3_AUTH_MAX], meta_hdr[64];
 	bool put_meta = op->meta_name && op->meta_value;
 	struct timespec now;
@@ -949,7 +1018,7 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			{ "host", c->req_host },
 			{ "x-amz-content-sha256", op->payload_hash },
 			{ "x-amz-date", amz_date },
-			{ "x-amz-security-token", cr->session_token },
+			{ tok_hdr, cr->session_token },
 			{ meta_hdr, op->meta_value },
 		};
 		struct sigv4_request req = {
@@ -962,7 +1031,7 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			.payload_hash = op->payload_hash,
 			.amz_date = amz_date,
 			.region = c->region,
-			.service = "s3",
+			.service = c->express ? "s3express" : "s3",
 			.access_key = cr->access_key,
 			.secret_key = cr->secret_key,
 		};
@@ -982,7 +1051,7 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 		l = hdr_add(l, &oom, "x-amz-date: %s", amz_date);
 		l = hdr_add(l, &oom, "x-amz-content-sha256: %s", op->payload_hash);
 		if (cr->session_token)
-			l = hdr_add(l, &oom, "x-amz-security-token: %s", cr->session_token);
+			l = hdr_add(l, &oom, "%s: %s", tok_hdr, cr->session_token);
 		l = hdr_add(l, &oom, "Authorization: %s", auth);
 		explicit_bzero(auth, sizeof(auth));
 	}
@@ -1148,6 +1217,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 {
 	struct s3_xfer x = { .op = op, .stall_ms = c->stall_ms };
 	struct curl_slist *hdrs = NULL;
+	struct cred_provider *creds = op->iam ? c->iam : c->creds;
 	struct cred *cr = NULL;
 	int64_t t0 = 0;
 	double took, wait;
@@ -1160,8 +1230,8 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 	tfs_errinfo_clear(ei);
 	/* Before borrowing a handle: this may wait for a refresh.  A failure
 	 * here was retried by the provider already. */
-	if (c->creds) {
-		rc = cred_provider_get(c->creds, &cr, ei);
+	if (creds) {
+		rc = cred_provider_get(creds, &cr, ei);
 		if (rc)
 			return rc;
 		*used = cr;
@@ -1245,6 +1315,7 @@ static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 	unsigned tries = 0;
 	int64_t started = mono_ns();
 	bool retry, connect, renewed = false;
+	struct cred_provider *creds = op->iam ? c->iam : c->creds;
 	int rc;
 
 	op->client = c;
@@ -1257,14 +1328,17 @@ static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 
 		rc = attempt(c, op, url, ei, &retry, &connect, &used);
 		/* The server refused credentials we thought valid (revoked, or
-		 * our clock is off): once per call, get new ones and try again. */
+		 * our clock is off): once per call, get new ones and try again
+		 * at once, whatever the retry bound (that bound is for faults
+		 * of the store, and a client without retries is one too). */
 		if (rc == TFS_E_AUTH && used && ei->http_status && !renewed &&
-		    cred_provider_refreshes(c->creds)) {
-			cred_provider_invalidate(c->creds, used);
+		    cred_provider_refreshes(creds)) {
+			cred_provider_invalidate(creds, used);
+			cred_put(used);
 			renewed = true;
-			retry = true;
 			log_info("s3: %s %s: credentials refused (%s), getting new ones", op->method,
 				 op->path, ei->code[0] ? ei->code : "no code");
+			continue;
 		}
 		cred_put(used);
 		if (rc == TFS_OK || !retry)
@@ -1558,6 +1632,39 @@ static int s3_os_list(struct objstore *os, const char *prefix, const char *delim
 	rc = s3_list((struct s3_client *)os, prefix, delimiter, token, max_keys, out, &local);
 	if (ei)
 		*ei = local;
+	return rc;
+}
+
+static int session_check(const struct s3_op *op, struct s3_xfer *x, void *ctx, bool *retry,
+			 struct tfs_errinfo *ei)
+{
+	(void)op;
+	(void)retry;
+	return aws_creds_parse_session(x->dyn ? x->dyn : "", x->dyn_len, ctx, ei);
+}
+
+/* S3 Express's CreateSession: the source of an express client's session
+ * credentials (a cred_provider fetch, so one at a time, renewed before
+ * they expire). */
+static int session_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei)
+{
+	static const struct sigv4_param params[] = { { "session", "" } };
+	struct s3_client *c = ctx;
+	struct s3_op op = {
+		.method = "GET", .path = bucket_level_path(c), .query = "session",
+		.params = params, .n_params = 1, .iam = true,
+		.payload_hash = S3_EMPTY_SHA256, .rx = RX_DYN, .check = session_check,
+		.ctx = out,
+	};
+	int rc;
+
+	*out = NULL;
+	rc = s3_run(c, &op, ei);
+	if (rc != TFS_OK) {
+		cred_put(*out);
+		*out = NULL;
+		cred_err_prefix(ei, "CreateSession");
+	}
 	return rc;
 }
 

@@ -38,6 +38,14 @@ struct s3_config {
 	bool path_style;           /* else virtual-hosted (bucket.host): needs a
 	                            * DNS-style bucket and a host name, not an IP */
 	enum s3_dialect dialect;
+	/* An S3 Express One Zone directory bucket (s3_bucket_is_express()):
+	 * every request is signed for the service "s3express", and data
+	 * requests with a session the client asks the bucket for
+	 * (CreateSession, signed with creds) and renews before it expires;
+	 * its token goes in x-amz-s3session-token.  Needs credentials.
+	 * Without an endpoint, the bucket's zonal endpoint is used:
+	 * https://BUCKET.s3express-AZID.REGION.amazonaws.com. */
+	bool express;
 	/* Credentials: a provider (ownership passes to the client, even when
 	 * s3_client_new() fails), else static keys, else none. */
 	struct cred_provider *creds;
@@ -63,6 +71,9 @@ struct s3_config {
 };
 
 struct s3_client;
+
+/* Is name an S3 Express One Zone directory bucket ("NAME--AZID--x-s3")? */
+bool s3_bucket_is_express(const char *name);
 
 /* Copy cfg (strings included) and set up the pool.  NULL on bad config
  * (message in ei->message) or out of memory.  Does no network I/O.

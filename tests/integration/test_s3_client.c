@@ -570,6 +570,43 @@ Test(s3_client, config_errors)
 	s3_client_free(c);
 }
 
+/* S3 Express One Zone: directory buckets are told by their name, need
+ * credentials (for CreateSession) and, without an endpoint, a zone in
+ * their name. */
+Test(s3_client, express_config)
+{
+	struct tfs_errinfo ei;
+	struct s3_config cfg = { .bucket = "train--use1-az4--x-s3", .express = true };
+	struct s3_client *c;
+
+	cr_assert(s3_bucket_is_express("train--use1-az4--x-s3"));
+	cr_assert(s3_bucket_is_express("a--b--x-s3"));
+	cr_assert_not(s3_bucket_is_express("--x-s3"));
+	cr_assert_not(s3_bucket_is_express("train-x-s3"));
+	cr_assert_not(s3_bucket_is_express("train--x-s3-more"));
+	cr_assert_not(s3_bucket_is_express(NULL));
+
+	cr_assert_null(s3_client_new(&cfg, &ei), "no credentials");
+	cr_assert(strstr(ei.message, "needs credentials"), "%s", ei.message);
+	cfg.access_key = "AK";
+	cfg.secret_key = "SK";
+	c = s3_client_new(&cfg, &ei);
+	cr_assert_not_null(c, "%s", ei.message);
+	s3_client_free(c);
+	const char *zoneless[] = { "train--x-s3", "train--USE1--x-s3", "tr----x-s3" };
+	for (size_t i = 0; i < sizeof(zoneless) / sizeof(zoneless[0]); i++) {
+		cfg.bucket = zoneless[i];
+		cr_assert_null(s3_client_new(&cfg, &ei), "%s", zoneless[i]);
+		cr_assert(strstr(ei.message, "names no zone"), "%s: %s", zoneless[i], ei.message);
+	}
+	/* with an endpoint, the name needs no zone */
+	cfg.endpoint = "http://localhost:1";
+	cfg.path_style = true;
+	c = s3_client_new(&cfg, &ei);
+	cr_assert_not_null(c, "%s", ei.message);
+	s3_client_free(c);
+}
+
 /* ---- listing ---- */
 
 struct put_job {
