@@ -1438,6 +1438,13 @@ int it_credserver_fail(struct it_credserver *cs, int n)
 	return credserver_get(cs, q, NULL, 0) == 200 ? 0 : -1;
 }
 
+int it_credserver_session_ttl(struct it_credserver *cs, unsigned s)
+{
+	char q[64];
+	it_fmt(q, sizeof(q), "session_ttl?s=%u", s);
+	return credserver_get(cs, q, NULL, 0) == 200 ? 0 : -1;
+}
+
 void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n)
 {
 	it_fmt(out, n, "%s/%s", cs->dir, name);

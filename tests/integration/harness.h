@@ -171,6 +171,9 @@ long long it_credserver_stat(struct it_credserver *cs, const char *name);
 /* The next n credential requests fail with HTTP 500.  0 or -1. */
 int it_credserver_fail(struct it_credserver *cs, int n);
 
+/* Make the S3 Express sessions credserver issues from now on live s
+ * seconds.  0 or -1. */
+int it_credserver_session_ttl(struct it_credserver *cs, unsigned s);
 /* "DIR/name" of a file credserver wrote, into out. */
 void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n);
 

@@ -29,12 +29,16 @@
 static struct it_env env;
 static struct it_bucket bucket;
 static struct it_credserver cs;
+static struct it_bucket xbucket;       /* an S3 Express directory bucket */
 
 static void creds_fini(void)
 {
 	it_cleanup();
 	if (bucket.client) {
 		it_bucket_remove(&bucket);
+	}
+	if (xbucket.client) {
+		it_bucket_remove(&xbucket);
 	}
 }
 
@@ -364,6 +368,112 @@ Test(creds, s3_credential_process_from_the_config_file)
 /* Read data/long.bin (n_mib MiB, 1M chunks, no read-ahead) one MiB every
  * pace_ms through the mount, so that its GETs span several credential
  * lifetimes, and check every byte; no read may fail. */
+/* ---- S3 Express One Zone as the shared tier ---------------------------- */
+
+/* A directory bucket on radosgw, its name "...--use1-az4--x-s3". */
+static void express_bucket(void)
+{
+	char name[64], xname[64];
+
+	it_unique_bucket_name("shx", name, sizeof(name));
+	it_fmt(xname, sizeof(xname), "%.40s--use1-az4--x-s3", name);
+	cr_assert_eq(it_bucket_open(&env, xname, &xbucket), 0);
+	cr_assert_eq(s3_client_create_bucket(xbucket.client, NULL), TFS_OK);
+}
+
+/* Mount src through credserver, with container credentials. */
+static void container_mount(const char *src, const char *const *extra, struct it_mount *m)
+{
+	char tf[PATH_MAX], tfe[PATH_MAX + 60], uri[160];
+
+	it_credserver_file(&cs, "container-token", tf, sizeof(tf));
+	it_fmt(tfe, sizeof(tfe), "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=%s", tf);
+	it_fmt(uri, sizeof(uri), "AWS_CONTAINER_CREDENTIALS_FULL_URI=%s/ecs/creds", cs.url);
+	const char *es[] = { NO_CREDS, tfe, uri, NULL };
+	mount_or_fail(src, cs.url, extra, es, m);
+}
+
+/* A node reading bucket, with the directory bucket xbucket as its shared
+ * tier (both through credserver). */
+static void express_node(struct it_mount *m)
+{
+	char sh[128], cache[PATH_MAX];
+	const char *extra[] = { "--chunk-size", "1M", "--cache-dir", cache, "--shared-cache", sh,
+				"--shared-endpoint", cs.url, "--read-ahead", "0",
+				"--scan-prefetch", "0", NULL };
+
+	it_fmt(sh, sizeof(sh), "s3://%s/cluster", xbucket.name);
+	cr_assert_eq(it_mkdtemp(&env, "xcache", cache, sizeof(cache)), 0);
+	container_mount(source("s3"), extra, m);
+}
+
+/* Wait (<= 30 s) until counter name of m reaches at least want. */
+static long long wait_daemon_stat(struct it_mount *m, const char *name, long long want)
+{
+	long long v = -1;
+
+	for (int i = 0; i < 300 && (v = it_daemon_stat(m, name)) < want; i++)
+		usleep(100 * 1000);
+	return v;
+}
+
+/* credserver lets a request to a directory bucket through only when a
+ * session signs it (service s3express, x-amz-s3session-token), and takes
+ * the node's own credentials only for CreateSession.  Node A fills the
+ * tier, node B reads every chunk from it; sessions of 3 s, and a pause
+ * longer than that in the middle of B's reads, make B ask for a new one. */
+Test(creds, s3_express_directory_bucket_as_the_shared_tier, .timeout = 300)
+{
+	const long long chunks = 5;      /* mid.bin: 4 chunks of 1M, small.txt: 1 */
+	struct it_mount a, b;
+	long long sessions;
+
+	setup("expo", 3600);
+	express_bucket();
+	cr_assert_eq(it_credserver_session_ttl(&cs, 3), 0);
+
+	express_node(&a);
+	read_all(&a);
+	cr_assert_eq(wait_daemon_stat(&a, "shared.writes", chunks), chunks,
+		     "node A wrote every chunk to the directory bucket");
+	cr_expect_geq(it_credserver_stat(&cs, "sessions"), 1);
+
+	express_node(&b);
+	read_check(b.dir, "data/sub/small.txt", 12, SMALL_SIZE);
+	sessions = it_credserver_stat(&cs, "sessions");
+	usleep(3500 * 1000);             /* B's session has expired */
+	read_check(b.dir, "data/mid.bin", 11, MID_SIZE);
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), chunks, "every chunk from the tier");
+	cr_expect_eq(it_daemon_stat(&b, "store.fetches"), 0, "nothing from the origin");
+	cr_expect_gt(it_credserver_stat(&cs, "sessions"), sessions, "a new session after expiry");
+	cr_expect_geq(it_credserver_stat(&cs, "express_ok"), 2 * chunks);
+	cr_expect_eq(it_credserver_stat(&cs, "express_rejected"), 0);
+	cr_expect_eq(it_credserver_stat(&cs, "data_rejected"), 0);
+	it_unmount_ok(&env, &b);
+	it_unmount_ok(&env, &a);
+}
+
+/* A directory bucket as the origin: listings, HEADs and ranged GETs all
+ * signed with sessions. */
+Test(creds, s3_express_directory_bucket_as_the_origin)
+{
+	struct it_mount m;
+	char src[128];
+
+	setup("expx", 3600);
+	express_bucket();
+	cr_assert_eq(it_put_gen(&xbucket, "data/mid.bin", 11, MID_SIZE), 0);
+	cr_assert_eq(it_put_gen(&xbucket, "data/sub/small.txt", 12, SMALL_SIZE), 0);
+	it_fmt(src, sizeof(src), "s3://%s", xbucket.name);
+	container_mount(src, NULL, &m);
+	read_all(&m);
+	expect_source(&m, "S3 Express sessions");
+	cr_expect_geq(it_credserver_stat(&cs, "sessions"), 1);
+	cr_expect_geq(it_credserver_stat(&cs, "express_ok"), 4);
+	cr_expect_eq(it_credserver_stat(&cs, "express_rejected"), 0);
+	it_unmount_ok(&env, &m);
+}
+
 static void slow_read(const struct it_mount *m, unsigned n_mib, unsigned pace_ms)
 {
 	char path[PATH_MAX], *buf = malloc(IT_MIB);

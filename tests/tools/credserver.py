@@ -22,11 +22,44 @@ each checking what the real one checks:
   POST /  Action=AssumeRoleWithWebIdentity
                                      STS: needs the role ARN and the web
                                      identity token it wrote.
+  GET  /BUCKET--x-s3?session         S3 Express One Zone CreateSession (a
+                                     directory bucket: its name ends in
+                                     "--x-s3"; path-style): SigV4 with
+                                     temporary keys it issued and their
+                                     x-amz-security-token, checked as the
+                                     data gateway checks them, but for the
+                                     service "s3express" and with every
+                                     x-amz-* header signed;
+                                     x-amz-create-session-mode ReadWrite
+                                     (the default) or ReadOnly.  It answers
+                                     session keys and a session token bound
+                                     to that bucket and mode, which live
+                                     --session-ttl seconds.
+  GET, HEAD, PUT, DELETE /BUCKET--x-s3[/KEY]
+                                     directory bucket data: SigV4 for
+                                     "s3express" with a session's keys and
+                                     its x-amz-s3session-token (signed), for
+                                     that bucket, not expired; never the IAM
+                                     keys.  A ReadOnly session may not PUT
+                                     or DELETE; every x-amz-* header must be
+                                     signed; x-amz-content-sha256 is
+                                     UNSIGNED-PAYLOAD or the body's SHA-256.
+                                     The request is then signed again with
+                                     the real keys (its x-amz-meta-* signed
+                                     too) and sent to --upstream, with its
+                                     body (<= 64 MiB), Range, If-Match,
+                                     If-None-Match, Content-Type and
+                                     x-amz-meta-*; the reply, errors
+                                     included, comes back with its status,
+                                     body, ETag, Last-Modified,
+                                     Content-Range, Accept-Ranges,
+                                     Content-Type and x-amz-meta-*.
   everything else (GET, HEAD)        data: "Authorization: Bearer T" with a
                                      token it issued and that has not
                                      expired (GCS), or SigV4 signed with
                                      temporary keys it issued, with their
-                                     session token, not expired (S3).  The
+                                     session token, not expired (S3); never
+                                     with an x-amz-s3session-token.  The
                                      request is then signed again with the
                                      real keys and sent to --upstream
                                      (radosgw).  For bearer requests it
@@ -36,11 +69,17 @@ each checking what the real one checks:
   GET  /__cred/stats                 counters, one "name value" a line
                                      ("issued_early": credentials issued while
                                      the last ones were still valid, i.e.
-                                     refreshed ahead); /__cred/fail?n=N makes
-                                     the next N credential requests fail with
-                                     HTTP 500 (a refresh that fails).
+                                     refreshed ahead; "sessions_early": the
+                                     same for a bucket's sessions);
+                                     /__cred/fail?n=N makes the next N
+                                     credential requests (CreateSession
+                                     included) fail with HTTP 500 (a refresh
+                                     that fails); /__cred/session_ttl?s=N
+                                     sets the lifetime of the sessions
+                                     issued from then on.
 
-Everything it hands out lives --ttl seconds.  At start it writes, in
+Everything it hands out lives --ttl seconds, but sessions --session-ttl
+(default 300, as in AWS).  At start it writes, in
 --dir: sa.json (a service-account key: a fresh RSA key, token_uri pointing
 here), user.json (an authorized_user file), web-token (a web identity
 token) and container-token, then the port to --port-file.  Every secret
@@ -76,7 +115,11 @@ GCS_SCOPES = ("https://www.googleapis.com/auth/devstorage.read_only",
               "https://www.googleapis.com/auth/cloud-platform")
 ROLE_ARN = "arn:aws:iam::123456789012:role/tierfs-test"
 IMDS_ROLE = "tierfs-test-role"
-MAX_BODY = 1 << 20
+MAX_BODY = 1 << 20           # a credential endpoint's request body
+MAX_OBJECT = 64 << 20        # an object PUT to a directory bucket
+EXPRESS_SUFFIX = "--x-s3"    # how a directory bucket's name ends
+SIGV4_AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request,"
+                        r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})")
 
 
 def secret(n=24):
@@ -93,6 +136,12 @@ def iso(t):
 
 def sha256_hex(b):
     return hashlib.sha256(b).hexdigest()
+
+
+def same(a, b):
+    """Constant-time equality of two header values (any characters)."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"),
+                               b.encode("utf-8", "surrogatepass"))
 
 
 def uri_encode(s, safe="-_.~"):
@@ -136,12 +185,16 @@ class State:
         self.tokens = {}          # bearer token -> expiry
         self.keys = {}            # access key -> (secret, session token, expiry)
         self.imds_tokens = {}     # IMDS session token -> expiry
+        self.sessions = {}        # session access key -> (secret, token, bucket, mode, expiry)
+        self.session_exp = {}     # directory bucket -> expiry of its session issued last
+        self.session_ttl = args.session_ttl
         self.fail_next = 0
         self.last_exp = 0.0       # expiry of the credentials issued last
         self.stats = {k: 0 for k in (
             "oauth_jwt", "oauth_refresh", "metadata", "imds", "container", "sts",
             "issued", "issued_early", "refused_creds", "failed_on_purpose", "data_ok", "data_rejected",
-            "data_expired", "gcs_generation_checks", "stale")}
+            "data_expired", "gcs_generation_checks", "stale", "sessions", "sessions_early",
+            "express_ok", "express_rejected", "express_expired")}
 
     def count(self, name, n=1):
         with self.lock:
@@ -161,6 +214,8 @@ class State:
                 del d[k]
         for k in [k for k, v in self.keys.items() if v[2] < now - 600]:
             del self.keys[k]
+        for k in [k for k, v in self.sessions.items() if v[4] < now - 600]:
+            del self.sessions[k]
 
     def issue(self, now):
         """Count one issue; "early" when the last ones had not expired yet:
@@ -188,6 +243,22 @@ class State:
             self.issue(now)
             self.keys[ak] = (sk, st, exp)
         return ak, sk, st, exp
+
+    def new_session(self, bucket, mode):
+        """An S3 Express session for one bucket and mode.  Counted apart from
+        issue(): "issued" stays the node's IAM credentials."""
+        ak = "ASIA" + secrets.token_hex(8).upper()
+        sk, tok = secret(20), secret(40)
+        now = time.time()
+        with self.lock:
+            self.purge(now)
+            exp = now + self.session_ttl
+            self.stats["sessions"] += 1
+            if self.session_exp.get(bucket, 0.0) > now:
+                self.stats["sessions_early"] += 1
+            self.session_exp[bucket] = exp
+            self.sessions[ak] = (sk, tok, bucket, mode, exp)
+        return ak, sk, tok, exp
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -238,6 +309,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         self.dispatch()
 
+    def do_DELETE(self):
+        self.dispatch()
+
     def dispatch(self):
         try:
             u = urllib.parse.urlsplit(self.path)
@@ -254,6 +328,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.imds(path)
             if path == "/ecs/creds":
                 return self.container()
+            bucket, _, key = path[1:].partition("/")
+            if bucket.endswith(EXPRESS_SUFFIX):
+                return self.express(bucket, key, path, query)
+            if "x-amz-s3session-token" in self.headers:
+                return self.session_elsewhere()
             if self.command in ("GET", "HEAD"):
                 return self.data(path, query)
             self.reply(405, '{"error":"method"}')
@@ -275,6 +354,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/__cred/fail":
             with self.st.lock:
                 self.st.fail_next = int(q.get("n", ["1"])[0])
+            return self.reply(200, "{}")
+        if path == "/__cred/session_ttl":
+            s = q.get("s", [""])[0]
+            if not s.isdigit():
+                return self.reply(400, '{"error":"s must be seconds"}')
+            with self.st.lock:
+                self.st.session_ttl = int(s)
             return self.reply(200, "{}")
         self.reply(404, "{}")
 
@@ -448,8 +534,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.forward(path, query, gcs=False)
 
     def check_sigv4(self, path, query, auth, now):
-        m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request,"
-                         r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})", auth)
+        m = SIGV4_AUTH.fullmatch(auth)
         if not m:
             return (403, "AccessDenied")
         ak, date, region, service, signed, sig = m.groups()
@@ -466,34 +551,44 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "host" not in signed or "x-amz-date" not in signed or \
                 ("x-amz-security-token" not in signed):
             return (403, "AccessDenied")
-        hdrs = {h.lower(): v for h, v in self.headers.items()}
-        amz_date = hdrs.get("x-amz-date", "")
-        if not amz_date.startswith(date):
-            return (403, "SignatureDoesNotMatch")
-        want = sigv4_signature(sk, self.command, path, query, hdrs, signed,
-                               hdrs.get("x-amz-content-sha256", ""), amz_date,
-                               f"{date}/{region}/{service}/aws4_request")
-        if not hmac.compare_digest(want, sig):
+        if not self.signature_ok(sk, m, path, query):
             return (403, "SignatureDoesNotMatch")
         return None
 
-    def upstream(self, method, path, query, extra):
+    def signature_ok(self, sk, m, path, query):
+        """The SigV4 Authorization matched in m is this request's, signed with
+        secret sk, for the date of its x-amz-date."""
+        _, date, region, service, signed, sig = m.groups()
+        hdrs = {h.lower(): v for h, v in self.headers.items()}
+        amz_date = hdrs.get("x-amz-date", "")
+        if not amz_date.startswith(date):
+            return False
+        want = sigv4_signature(sk, self.command, path, query, hdrs, signed.split(";"),
+                               hdrs.get("x-amz-content-sha256", ""), amz_date,
+                               f"{date}/{region}/{service}/aws4_request")
+        return hmac.compare_digest(want, sig)
+
+    def upstream(self, method, path, query, extra, body=b"", signed_extra=None):
+        """method path?query to --upstream, signed with the real keys.  extra:
+        headers sent unsigned; signed_extra: lower-case headers signed too."""
         a = self.st.args
         u = urllib.parse.urlsplit(a.upstream)
         host = u.netloc
         amz_date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        empty = sha256_hex(b"")
-        hdrs = {"host": host, "x-amz-date": amz_date, "x-amz-content-sha256": empty}
+        payload = sha256_hex(body)
+        hdrs = {"host": host, "x-amz-date": amz_date, "x-amz-content-sha256": payload}
+        hdrs.update(signed_extra or {})
         signed = sorted(hdrs)
         scope = f"{amz_date[:8]}/{a.region}/s3/aws4_request"
-        sig = sigv4_signature(a.upstream_secret, method, path, query, hdrs, signed, empty,
+        sig = sigv4_signature(a.upstream_secret, method, path, query, hdrs, signed, payload,
                               amz_date, scope)
         hdrs["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={a.upstream_key}/{scope}, "
                                  f"SignedHeaders={';'.join(signed)}, Signature={sig}")
         hdrs.update(extra)
         conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=60)
         try:
-            conn.request(method, path + ("?" + query if query else ""), headers=hdrs)
+            conn.request(method, path + ("?" + query if query else ""), body=body or None,
+                         headers=hdrs)
             r = conn.getresponse()
             body = r.read() if method != "HEAD" else b""
             return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
@@ -543,6 +638,197 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self.reply(status, body, h.get("content-type", "application/octet-stream"), out)
 
+    # ---- S3 Express One Zone: directory buckets ----
+    def express(self, bucket, key, path, query):
+        """A request to a directory bucket: CreateSession, or data signed with
+        a session CreateSession handed out."""
+        if self.command not in ("GET", "HEAD", "PUT", "DELETE"):
+            self.close_connection = True        # its body, if any, stays unread
+            return self.express_refuse(405, "MethodNotAllowed",
+                                       "The specified method is not allowed against this "
+                                       "resource.")
+        body = self.object_body()
+        if body is None:
+            return
+        now = time.time()
+        if not key and query in ("session", "session="):
+            return self.create_session(bucket, path, query, body, now)
+        why = self.check_session(bucket, path, query, body, now)
+        if why:
+            return self.express_refuse(*why)
+        self.express_forward(path, query, body)
+
+    def express_refuse(self, code, err, msg):
+        self.st.count("express_expired" if err == "ExpiredToken" else "express_rejected")
+        self.xml_error(code, err, msg)
+
+    def object_body(self):
+        """The whole body, read with its Content-Length (<= MAX_OBJECT); None
+        once refused."""
+        cl = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") or (cl is None and self.command == "PUT"):
+            self.close_connection = True
+            self.express_refuse(411, "MissingContentLength",
+                                "You must provide the Content-Length HTTP header.")
+            return None
+        if cl is None:
+            return b""
+        if not cl.strip().isdigit():
+            self.close_connection = True
+            self.express_refuse(400, "InvalidArgument", "Content-Length must be a number.")
+            return None
+        n = int(cl)
+        if n > MAX_OBJECT:
+            self.close_connection = True
+            self.express_refuse(400, "EntityTooLarge",
+                                "Your proposed upload exceeds the maximum allowed size "
+                                f"(here {MAX_OBJECT} bytes).")
+            return None
+        body = self.rfile.read(n) if n else b""
+        if len(body) != n:
+            self.close_connection = True
+            self.express_refuse(400, "IncompleteBody",
+                                "You did not provide the number of bytes specified by the "
+                                "Content-Length HTTP header.")
+            return None
+        return body
+
+    def create_session(self, bucket, path, query, body, now):
+        """CreateSession: the node's IAM credentials, for the service s3express."""
+        if self.command != "GET":
+            return self.express_refuse(405, "MethodNotAllowed",
+                                       "CreateSession is GET /BUCKET?session.")
+        auth = self.headers.get("Authorization", "")
+        why = self.check_sigv4(path, query, auth, now)
+        if why:
+            return self.express_refuse(*why, "CreateSession takes the node's IAM credentials: "
+                                             "SigV4 with temporary keys and their "
+                                             "x-amz-security-token, signed.")
+        _, _, _, service, signed, _ = SIGV4_AUTH.fullmatch(auth).groups()
+        why = (self.headers_not_signed(signed.split(";"), ()) or self.not_s3express(service)
+               or self.payload_format() or self.payload_mismatch(body))
+        if why:
+            return self.express_refuse(*why)
+        mode = self.headers.get("x-amz-create-session-mode", "ReadWrite")
+        if mode not in ("ReadWrite", "ReadOnly"):
+            return self.express_refuse(400, "InvalidArgument",
+                                       "x-amz-create-session-mode must be ReadWrite or "
+                                       "ReadOnly.")
+        if self.st.should_fail():
+            return self.xml_error(500, "InternalError",
+                                  "We encountered an internal error. Please try again.")
+        ak, sk, tok, exp = self.st.new_session(bucket, mode)
+        self.reply(200, '<?xml version="1.0" encoding="UTF-8"?>'
+                        '<CreateSessionResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+                        f"<Credentials><SessionToken>{tok}</SessionToken>"
+                        f"<SecretAccessKey>{sk}</SecretAccessKey>"
+                        f"<AccessKeyId>{ak}</AccessKeyId>"
+                        f"<Expiration>{iso(exp)}</Expiration></Credentials>"
+                        "</CreateSessionResult>", "application/xml")
+
+    def check_session(self, bucket, path, query, body, now):
+        """None, or (status, code, message) refusing a directory bucket data
+        request: the checks in S3 Express's order."""
+        m = SIGV4_AUTH.fullmatch(self.headers.get("Authorization", ""))
+        if not m:
+            return (403, "AccessDenied", "A directory bucket takes SigV4 with session "
+                                         "credentials.")
+        ak, _, _, service, signed, _ = m.groups()
+        with self.st.lock:
+            iam = ak in self.st.keys
+            sess = self.st.sessions.get(ak)
+        if iam or "x-amz-security-token" in self.headers:
+            return (403, "AccessDenied", "Only CreateSession takes IAM credentials; sign with "
+                                         "a session's.")
+        if sess is None:
+            return (403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not "
+                                               "exist in our records.")
+        sk, tok, sess_bucket, mode, exp = sess
+        if not same(self.headers.get("x-amz-s3session-token", ""), tok):
+            return (403, "InvalidToken", "The provided token is malformed or otherwise invalid "
+                                         "(x-amz-s3session-token).")
+        if sess_bucket != bucket:
+            return (403, "AccessDenied", "The session is for another bucket.")
+        if exp <= now:
+            return (400, "ExpiredToken", "The provided token has expired.")
+        why = (self.headers_not_signed(signed.split(";"),
+                                       ("host", "x-amz-date", "x-amz-s3session-token"))
+               or self.payload_format())
+        if why:
+            return why
+        if self.not_s3express(service) or not self.signature_ok(sk, m, path, query):
+            return (403, "SignatureDoesNotMatch", "The request signature we calculated does not "
+                                                  "match the signature you provided.")
+        if mode == "ReadOnly" and self.command in ("PUT", "DELETE"):
+            return (403, "AccessDenied", "A ReadOnly session may not PUT or DELETE.")
+        return self.payload_mismatch(body)
+
+    def headers_not_signed(self, signed, required):
+        """S3 wants the required headers and every x-amz-* one it gets signed."""
+        sent = {h.lower() for h in self.headers.keys()}
+        missing = [h for h in required if h not in signed]
+        missing += sorted(h for h in sent if h.startswith("x-amz-") and h not in signed)
+        if missing:
+            return (403, "AccessDenied", "There were headers present in the request which were "
+                                         f"not signed: {', '.join(missing)}")
+        return None
+
+    @staticmethod
+    def not_s3express(service):
+        if service != "s3express":
+            return (403, "SignatureDoesNotMatch", "The credential scope's service is "
+                                                  f"{service!r}, not 's3express'.")
+        return None
+
+    def payload_format(self):
+        v = self.headers.get("x-amz-content-sha256")
+        if v is None:
+            return (400, "InvalidRequest", "Missing required header for this request: "
+                                           "x-amz-content-sha256")
+        if v != "UNSIGNED-PAYLOAD" and not re.fullmatch(r"[0-9a-fA-F]{64}", v):
+            return (400, "InvalidArgument", "x-amz-content-sha256 must be UNSIGNED-PAYLOAD or "
+                                            "a valid sha256 value.")
+        return None
+
+    def payload_mismatch(self, body):
+        v = self.headers.get("x-amz-content-sha256", "")
+        if v != "UNSIGNED-PAYLOAD" and v.lower() != sha256_hex(body):
+            return (400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' "
+                                                      "header does not match what was computed.")
+        return None
+
+    def express_forward(self, path, query, body):
+        """An accepted directory bucket request to --upstream (the bucket there
+        has the same name), and its reply, errors included, back."""
+        extra = {}
+        for h in ("Range", "If-Match", "If-None-Match", "Content-Type"):
+            if self.headers.get(h):
+                extra[h] = self.headers[h]
+        meta = {h.lower(): v for h, v in self.headers.items()
+                if h.lower().startswith("x-amz-meta-")}
+        status, h, rbody = self.upstream(self.command, path, query, extra, body, meta)
+        out = {k: h[k] for k in ("etag", "last-modified", "content-range", "accept-ranges",
+                                 "content-type") if k in h}
+        out.update((k, v) for k, v in h.items() if k.startswith("x-amz-meta-"))
+        self.st.count("express_ok")
+        self.send_response(status)
+        for k, v in out.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", h.get("content-length", "0") if self.command == "HEAD"
+                         else str(len(rbody)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(rbody)
+
+    def session_elsewhere(self):
+        """x-amz-s3session-token sent to a general purpose bucket."""
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0") \
+                or self.headers.get("Transfer-Encoding"):
+            self.close_connection = True        # its body stays unread
+        self.st.count("data_rejected")
+        self.xml_error(403, "AccessDenied", "x-amz-s3session-token is for directory buckets "
+                                            "(" + EXPRESS_SUFFIX + ") only.")
+
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
@@ -561,6 +847,7 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--ttl", type=int, default=3600)
+    ap.add_argument("--session-ttl", type=int, default=300)
     ap.add_argument("--upstream", required=True)
     ap.add_argument("--upstream-key", required=True)
     ap.add_argument("--upstream-secret", required=True)
