@@ -317,6 +317,7 @@ static int open_ssd_tier(const struct tierfs_config *cfg, struct ssd_tier **out)
 		.spill_max = cfg->chunk_size * 4 > (64u << 20) ? cfg->chunk_size * 4 : 64u << 20,
 		.scrub_rate = cfg->scrub_rate == UINT64_MAX ? 16u << 20 : cfg->scrub_rate,
 		.wipe = cfg->cache_wipe,
+		.front_bytes = cfg->ram_size,
 	};
 	rc = ssd_tier_open(&sc, out, err, sizeof(err));
 	if (rc == TFS_E_NOSPC) {

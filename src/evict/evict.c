@@ -328,6 +328,12 @@ void evict_policy_set_min_window(struct evict_policy *p, uint64_t n)
 		evict_tinylfu_set_min_window(p, n);
 }
 
+void evict_policy_set_front(struct evict_policy *p, uint64_t weight)
+{
+	if (p->kind == EVICT_TINYLFU)
+		p->u.tlfu.front = weight;
+}
+
 bool evict_policy_check(const struct evict_policy *p)
 {
 	size_t indexed = 0, live = 0, free_count = 0;

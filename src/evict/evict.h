@@ -119,6 +119,15 @@ void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat);
  * duel.  LRU and LFU ignore it (LRU's recent keys are never its victims). */
 void evict_policy_set_min_window(struct evict_policy *p, uint64_t n);
 
+/* The weight (in this policy's units) of a tier in front of this one,
+ * which answers a key's accesses while it holds it: the RAM tier before
+ * the SSD tier.  A key the window rejected and that tier still holds
+ * comes back to this policy only once the tier in front lets it go, so
+ * W-TinyLFU counts a window ghost as "back soon" within its reach plus
+ * this weight.  0 (the default) = nothing in front.  LRU and LFU ignore
+ * it. */
+void evict_policy_set_front(struct evict_policy *p, uint64_t weight);
+
 /* Debug builds: check the policy's internal invariants; true if sound. */
 bool evict_policy_check(const struct evict_policy *p);
 

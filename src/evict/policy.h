@@ -106,6 +106,7 @@ struct evict_tinylfu {
 	size_t ghost_len;
 	uint64_t expired;         /* window ghosts overwritten before they returned */
 	uint64_t offered;         /* weight of every new key offered: the ghosts' clock */
+	uint64_t front;           /* evict_policy_set_front(): added to the reach */
 };
 
 /* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU, and the

@@ -159,6 +159,7 @@ int sim_replay_tiers(const struct trace *t, const struct sim_tiers_config *cfg,
 		if (!ssd.p || !ssd.bytes)
 			goto out;
 		evict_policy_set_weight_capacity(ssd.p, ssd.cap / EVICT_SSD_WEIGHT_UNIT);
+		evict_policy_set_front(ssd.p, cfg->ram_bytes / EVICT_SSD_WEIGHT_UNIT);
 	}
 	rc = TFS_OK;
 	for (size_t i = 0; i < t->n && rc == TFS_OK; i++) {

@@ -173,6 +173,7 @@ struct ssd_tier {
 	uint64_t queue_bytes;        /* bound on q_store_bytes; 0 = none */
 	bool verify;                 /* read each chunk back before its record */
 	uint64_t scrub_rate;         /* bytes per idle second the writer scrubs */
+	uint64_t front_bytes;        /* cfg->front_bytes */
 	struct cache_index *ix;
 	unsigned char *rbuf;         /* writer-only: a chunk read back (DIO aligned) */
 	pthread_mutex_t scrub_lock;  /* one scrub at a time; its buffer */
@@ -1796,6 +1797,7 @@ static int policy_load(struct ssd_tier *t)
 	if (!t->policy)
 		return TFS_E_NOMEM;
 	evict_policy_set_weight_capacity(t->policy, bytes / POLICY_WEIGHT_UNIT);
+	evict_policy_set_front(t->policy, t->front_bytes / POLICY_WEIGHT_UNIT);
 	for (size_t i = 0; i < t->n_buckets; i++)
 		for (struct ssd_entry *e = t->buckets[i]; e; e = e->hnext) {
 			policy_insert(t, e);
@@ -1937,6 +1939,7 @@ int ssd_tier_open(const struct ssd_tier_config *cfg, struct ssd_tier **out, char
 	t->spill_max = cfg->spill_max;
 	t->verify = !cfg->no_verify;
 	t->scrub_rate = cfg->scrub_rate;
+	t->front_bytes = cfg->front_bytes;
 	t->n_buckets = BUCKETS_MIN;
 	t->n_obuckets = OBJ_BUCKETS_MIN;
 	t->dir = strdup(cfg->dir);

@@ -76,6 +76,10 @@ struct ssd_tier_config {
 				    * (ssd_tier_scrub); 0 = no background scrub */
 	bool wipe;                 /* a cache of another owner/format/chunk size:
 				    * wipe it instead of refusing */
+	uint64_t front_bytes;      /* the RAM tier's size: it answers a chunk's
+				    * reads while it holds it, so a returning
+				    * chunk reaches this tier's policy that much
+				    * later (evict_policy_set_front) */
 };
 
 /* Open (or create) the cache.  TFS_OK and *out, or an error with a message

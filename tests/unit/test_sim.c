@@ -240,3 +240,41 @@ Test(sim_tiers, shuffled_epochs_reach_the_cache_share)
 	cr_expect_eq(sim_replay_tiers(&t, &cfg, &r), TFS_E_INVAL);
 	trace_release(&t);
 }
+
+/* A hot set moving through a small SSD tier behind the RAM tier (the
+ * simulator's shifting hot set: 90% of accesses within a tenth of the
+ * items, the tenth moving on every N accesses; SSD a quarter of the
+ * items, RAM 16 chunks).  The RAM tier answers a returning hot chunk
+ * while it holds it, so the SSD tier sees it back later; W-TinyLFU still
+ * follows the hot set within 2 points of the better of LRU and LFU. */
+Test(sim_tiers, a_hot_set_moving_behind_the_ram_tier_within_two_points)
+{
+	static const size_t items[] = { 256, 512, 1000 };
+
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+		for (uint64_t seed = 1; seed <= 3; seed++) {
+			size_t n = items[i];
+			struct sim_tiers_config cfg = { EVICT_TINYLFU, EVICT_TINYLFU, 1u << 20,
+							n / 4 * (64u << 10), 64u << 10 };
+			struct sim_tiers_result r;
+			double best = 0, hit[EVICT_KIND_COUNT];
+			struct trace t;
+
+			trace_init(&t);
+			cr_assert_eq(trace_gen_shifting_hotset(&t, n, n / 10, n, 10 * n, seed),
+				     TFS_OK);
+			for (int k = 0; k < EVICT_KIND_COUNT; k++) {
+				cfg.ram_kind = cfg.ssd_kind = (enum evict_kind)k;
+				cr_assert_eq(sim_replay_tiers(&t, &cfg, &r), TFS_OK);
+				hit[k] = sim_tiers_hit_ratio(&r);
+				if (k != EVICT_TINYLFU && hit[k] > best)
+					best = hit[k];
+			}
+			cr_expect_geq(hit[EVICT_TINYLFU], best - 0.02,
+				      "%zu items, seed %lu: tinylfu %.4f, lru %.4f, lfu %.4f", n,
+				      (unsigned long)seed, hit[EVICT_TINYLFU], hit[EVICT_LRU],
+				      hit[EVICT_LFU]);
+			trace_release(&t);
+		}
+	}
+}
