@@ -679,6 +679,7 @@ static int cmd_mount(int argc, char **argv)
 			.max_retries = cfg.max_retries,
 			.stall_timeout_ms = cfg.stall_timeout_s * 1000,
 			.adaptive_rate = cfg.adaptive_rate,
+			.read_only = true,   /* the mount only reads its origin */
 		};
 		if (objstore_open(&os, &store, cred_desc, sizeof(cred_desc), err, sizeof(err)) != TFS_OK) {
 			fprintf(stderr, "tierfs: %s\n", err);

@@ -323,7 +323,8 @@ int cred_provider_get(struct cred_provider *p, struct cred **out, struct tfs_err
 		if (fetched || (waited && p->generation >= waited_for && p->failures) ||
 		    (p->failures && now < p->next_try)) {
 			rc = p->last_rc ? p->last_rc : TFS_E_AUTH;
-			if (rc != TFS_E_NOMEM)
+			if (rc != TFS_E_NOMEM &&
+			    !(p->src.pass_outage && (rc == TFS_E_IO || rc == TFS_E_CONNECT)))
 				rc = TFS_E_AUTH;
 			if (ei) {
 				*ei = p->last_ei;

@@ -59,6 +59,11 @@ struct cred_source {
 	/* Release ctx (NULL = nothing to release). */
 	void (*free)(void *ctx);
 	void *ctx;
+	/* The source is the store itself (S3 Express sessions): a fetch
+	 * that failed as TFS_E_IO or TFS_E_CONNECT (no answer, a timeout,
+	 * 5xx after the retries) is reported as that, the store being down,
+	 * instead of TFS_E_AUTH, so that callers treat it as an outage. */
+	bool pass_outage;
 };
 
 struct cred_provider_opts {
@@ -91,6 +96,8 @@ struct cred_provider *cred_provider_new_static(const char *desc, struct cred *c)
  *              have expired.  After a failure, fetches are retried with
  *              doubling waits, so a broken source is not hammered: a call
  *              inside such a wait fails at once with the last message.
+ * With src->pass_outage, a fetch that failed as TFS_E_IO or
+ * TFS_E_CONNECT gives that instead of TFS_E_AUTH.
  * Thread-safe. */
 int cred_provider_get(struct cred_provider *p, struct cred **out, struct tfs_errinfo *ei);
 

@@ -68,8 +68,12 @@ static void check_error(const struct objstore_source *src, const char *ep, int r
 			 detail);
 		break;
 	case TFS_E_CONNECT:
-		snprintf(err, n, "mount failed: endpoint unreachable: %s (%s)", ep,
-			 ei->message[0] ? ei->message : tfs_strerror(rc));
+		snprintf(err, n, "mount failed: endpoint unreachable: %s (%s)%s", ep,
+			 ei->message[0] ? ei->message : tfs_strerror(rc),
+			 !src->endpoint && s3_bucket_is_express(src->bucket)
+				 ? "; a directory bucket's zonal endpoint is in its region: is the "
+				   "region the bucket's?"
+				 : "");
 		break;
 	default:
 		snprintf(err, n, "mount failed: %s from %s (%s)", tfs_strerror(rc), ep,
@@ -130,6 +134,7 @@ int objstore_open(const struct objstore_source *src, struct objstore **out, char
 			.path_style = gcs || src->path_style,
 			.dialect = gcs ? S3_DIALECT_GCS : S3_DIALECT_S3,
 			.express = express,
+			.express_read_only = src->read_only,
 			.creds = creds,              /* the client owns it from here */
 			.max_connections = src->max_connections,
 			.max_retries = src->max_retries,

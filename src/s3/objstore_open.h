@@ -42,6 +42,9 @@ struct objstore_source {
 	unsigned connect_timeout_ms, request_timeout_ms;          /* as s3_config */
 	bool adaptive_rate;                                       /* as s3_config */
 	bool skip_check;             /* tools: no credentials fetch, no LIST */
+	bool read_only;              /* only reads will be sent (a mount's origin):
+	                              * an S3 Express bucket is asked for
+	                              * ReadOnly sessions */
 };
 
 /* Open src.  TFS_OK: *out is the store (objstore_free() it) and desc (may

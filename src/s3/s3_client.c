@@ -105,6 +105,7 @@ struct s3_client {
 	struct cred_provider *creds; /* NULL = anonymous; express: the session */
 	struct cred_provider *iam;   /* express: what CreateSession is signed with */
 	bool express;                /* cfg->express */
+	bool express_read_only;      /* cfg->express_read_only */
 	enum s3_dialect dialect;
 	char *ca_bundle;             /* NULL = curl default */
 	bool aws;                    /* endpoint derived from the region */
@@ -138,6 +139,7 @@ struct s3_op {
 	const struct sigv4_param *params;
 	size_t n_params;
 	bool iam;                    /* express: sign with c->iam (CreateSession) */
+	const char *session_mode;    /* CreateSession: x-amz-create-session-mode (signed) */
 	const char *range;           /* Range header value or NULL */
 	const char *if_match;
 	bool if_none_match;          /* PUT: "If-None-Match: *" (create only) */
@@ -472,6 +474,11 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	c->bucket = strdup(cfg->bucket);
 	if (!c->region || !c->bucket)
 		goto oom;
+	if (cfg->express && !s3_bucket_is_express(c->bucket)) {
+		tfs_errinfo_set(ei, "bucket '%s' is not a directory bucket (NAME--ZONE--x-s3)",
+			       c->bucket);
+		goto fail;
+	}
 	for (const char *p = c->region; *p; p++) {
 		if (!isalnum((unsigned char)*p) && *p != '-') {
 			tfs_errinfo_set(ei, "bad region name");
@@ -558,9 +565,13 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		 * signs everything else */
 		snprintf(desc, sizeof(desc), "S3 Express session of bucket %s", c->bucket);
 		c->express = true;
+		c->express_read_only = cfg->express_read_only;
 		c->iam = c->creds;
+		/* the sessions come from the store itself: a CreateSession
+		 * the store did not answer is the store down (pass_outage) */
 		c->creds = cred_provider_new(desc, &(struct cred_source){ .fetch = session_fetch,
-									.ctx = c }, NULL);
+									.ctx = c,
+									.pass_outage = true }, NULL);
 		if (!c->creds)
 			goto oom;
 	}
@@ -1014,12 +1025,13 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 		l = hdr_add(l, &oom, "Authorization: Bearer %s", cr->token);
 	} else if (cr && cr->kind == CRED_KEYS) {
 		/* x-amz-* headers must be signed: the metadata one too */
-		struct sigv4_header sh[5] = {
+		struct sigv4_header sh[6] = {
 			{ "host", c->req_host },
 			{ "x-amz-content-sha256", op->payload_hash },
 			{ "x-amz-date", amz_date },
 			{ tok_hdr, cr->session_token },
 			{ meta_hdr, op->meta_value },
+			{ "x-amz-create-session-mode", op->session_mode },
 		};
 		struct sigv4_request req = {
 			.method = op->method,
@@ -1040,6 +1052,8 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			req.n_headers = 4;
 		if (put_meta)
 			sh[req.n_headers++] = sh[4];
+		if (op->session_mode)
+			sh[req.n_headers++] = sh[5];
 		clock_gettime(CLOCK_REALTIME, &now);
 		gmtime_r(&now.tv_sec, &tm);
 		strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
@@ -1065,6 +1079,8 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 		l = hdr_add(l, &oom, "If-None-Match: *");
 	if (put_meta)
 		l = hdr_add(l, &oom, "%s: %s", meta_hdr, op->meta_value);
+	if (op->session_mode)
+		l = hdr_add(l, &oom, "x-amz-create-session-mode: %s", op->session_mode);
 	/* No 100-continue round trip, no form content type. */
 	l = hdr_add(l, &oom, "Expect:");
 	l = hdr_add(l, &oom, "Content-Type:");
@@ -1653,6 +1669,7 @@ static int session_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei)
 	struct s3_op op = {
 		.method = "GET", .path = bucket_level_path(c), .query = "session",
 		.params = params, .n_params = 1, .iam = true,
+		.session_mode = c->express_read_only ? "ReadOnly" : NULL,
 		.payload_hash = S3_EMPTY_SHA256, .rx = RX_DYN, .check = session_check,
 		.ctx = out,
 	};
@@ -1663,7 +1680,8 @@ static int session_fetch(void *ctx, struct cred **out, struct tfs_errinfo *ei)
 	if (rc != TFS_OK) {
 		cred_put(*out);
 		*out = NULL;
-		cred_err_prefix(ei, "CreateSession");
+		if (ei && strncmp(ei->message, "CreateSession", 13) != 0)
+			cred_err_prefix(ei, "CreateSession");
 	}
 	return rc;
 }

@@ -46,6 +46,8 @@ struct s3_config {
 	 * Without an endpoint, the bucket's zonal endpoint is used:
 	 * https://BUCKET.s3express-AZID.REGION.amazonaws.com. */
 	bool express;
+	bool express_read_only;    /* express: ask for ReadOnly sessions (a
+	                            * mount's origin), else ReadWrite */
 	/* Credentials: a provider (ownership passes to the client, even when
 	 * s3_client_new() fails), else static keys, else none. */
 	struct cred_provider *creds;

@@ -586,6 +586,14 @@ Test(s3_client, express_config)
 	cr_assert_not(s3_bucket_is_express("train--x-s3-more"));
 	cr_assert_not(s3_bucket_is_express(NULL));
 
+	cfg.bucket = "train";             /* flagged, but not named as one */
+	cfg.access_key = "AK";
+	cfg.secret_key = "SK";
+	cr_assert_null(s3_client_new(&cfg, &ei));
+	cr_assert(strstr(ei.message, "not a directory bucket"), "%s", ei.message);
+	cfg.bucket = "train--use1-az4--x-s3";
+	cfg.access_key = cfg.secret_key = NULL;
+
 	cr_assert_null(s3_client_new(&cfg, &ei), "no credentials");
 	cr_assert(strstr(ei.message, "needs credentials"), "%s", ei.message);
 	cfg.access_key = "AK";
