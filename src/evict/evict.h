@@ -124,8 +124,9 @@ void evict_policy_set_min_window(struct evict_policy *p, uint64_t n);
  * the SSD tier.  A key the window rejected and that tier still holds
  * comes back to this policy only once the tier in front lets it go, so
  * W-TinyLFU counts a window ghost as "back soon" within its reach plus
- * this weight.  0 (the default) = nothing in front.  LRU and LFU ignore
- * it. */
+ * this weight, at most half this policy's weight capacity (the largest
+ * front measured: a RAM tier half the SSD tier's size).  0 (the default)
+ * = nothing in front.  LRU and LFU ignore it. */
 void evict_policy_set_front(struct evict_policy *p, uint64_t weight);
 
 /* Debug builds: check the policy's internal invariants; true if sound. */

@@ -425,7 +425,8 @@ static void tlfu_access(struct evict_policy *p, uint64_t key, uint32_t n)
 
 	sketch_add(t->sketch, key);
 	if (n == EVICT_NIL) {
-		uint64_t reach = p->wcap / GHOST_REACH_DIV + t->front;
+		uint64_t front = t->front < p->wcap / 2 ? t->front : p->wcap / 2;
+		uint64_t reach = p->wcap / GHOST_REACH_DIV + front;
 		uint64_t main_w, w = ghost_asked(p, key, reach, &main_w);
 
 		if (w && t->window_cap < t->window_max && below_main(p, key))
