@@ -1445,6 +1445,11 @@ int it_credserver_session_ttl(struct it_credserver *cs, unsigned s)
 	return credserver_get(cs, q, NULL, 0) == 200 ? 0 : -1;
 }
 
+int it_credserver_revoke_sessions(struct it_credserver *cs)
+{
+	return credserver_get(cs, "revoke_sessions", NULL, 0) == 200 ? 0 : -1;
+}
+
 void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n)
 {
 	it_fmt(out, n, "%s/%s", cs->dir, name);

@@ -174,6 +174,8 @@ int it_credserver_fail(struct it_credserver *cs, int n);
 /* Make the S3 Express sessions credserver issues from now on live s
  * seconds.  0 or -1. */
 int it_credserver_session_ttl(struct it_credserver *cs, unsigned s);
+/* Make credserver forget every S3 Express session it issued.  0 or -1. */
+int it_credserver_revoke_sessions(struct it_credserver *cs);
 /* "DIR/name" of a file credserver wrote, into out. */
 void it_credserver_file(const struct it_credserver *cs, const char *name, char *out, size_t n);
 

@@ -363,11 +363,6 @@ Test(creds, s3_credential_process_from_the_config_file)
 	unlink(helper);
 }
 
-/* ---- refresh in the middle of a long read --------------------------- */
-
-/* Read data/long.bin (n_mib MiB, 1M chunks, no read-ahead) one MiB every
- * pace_ms through the mount, so that its GETs span several credential
- * lifetimes, and check every byte; no read may fail. */
 /* ---- S3 Express One Zone as the shared tier ---------------------------- */
 
 /* A directory bucket on radosgw, its name "...--use1-az4--x-s3". */
@@ -449,8 +444,65 @@ Test(creds, s3_express_directory_bucket_as_the_shared_tier, .timeout = 300)
 	cr_expect_geq(it_credserver_stat(&cs, "express_ok"), 2 * chunks);
 	cr_expect_eq(it_credserver_stat(&cs, "express_rejected"), 0);
 	cr_expect_eq(it_credserver_stat(&cs, "data_rejected"), 0);
+	cr_expect_eq(it_credserver_stat(&cs, "sessions_read_only"), 0, "the tier writes");
 	it_unmount_ok(&env, &b);
 	it_unmount_ok(&env, &a);
+}
+
+/* Sessions the bucket stops honouring, then a bucket that cannot issue
+ * new ones: no read fails.  Node B's session is revoked between two
+ * files; its next request is refused, and sent once more with a new
+ * session, so every chunk still comes from the tier.  Node C's session
+ * is revoked while CreateSession answers 500: the tier is skipped and C
+ * reads the origin, every byte right. */
+Test(creds, s3_express_refused_sessions_cost_no_read, .timeout = 300)
+{
+	const long long chunks = 5;
+	struct it_mount a, b, c;
+	long long sessions;
+
+	setup("expr", 3600);
+	express_bucket();
+	express_node(&a);
+	read_all(&a);
+	cr_assert_eq(wait_daemon_stat(&a, "shared.writes", chunks), chunks);
+
+	express_node(&b);
+	read_check(b.dir, "data/sub/small.txt", 12, SMALL_SIZE);
+	sessions = it_credserver_stat(&cs, "sessions");
+	cr_assert_eq(it_credserver_revoke_sessions(&cs), 0);
+	read_check(b.dir, "data/mid.bin", 11, MID_SIZE);
+	cr_expect_eq(it_daemon_stat(&b, "shared.hits"), chunks, "every chunk from the tier");
+	cr_expect_eq(it_daemon_stat(&b, "store.fetches"), 0, "nothing from the origin");
+	cr_expect_geq(it_credserver_stat(&cs, "express_rejected"), 1, "the revoked session");
+	cr_expect_gt(it_credserver_stat(&cs, "sessions"), sessions, "a new session");
+
+	express_node(&c);
+	read_check(c.dir, "data/sub/small.txt", 12, SMALL_SIZE);
+	cr_assert_eq(it_credserver_fail(&cs, 1000), 0);
+	cr_assert_eq(it_credserver_revoke_sessions(&cs), 0);
+	read_check(c.dir, "data/mid.bin", 11, MID_SIZE);
+	cr_expect_geq(it_daemon_stat(&c, "store.fetches"), 1, "the origin served what the "
+		      "tier could not");
+	cr_expect_geq(it_credserver_stat(&cs, "failed_on_purpose"), 1, "CreateSession failed");
+	cr_assert_eq(it_credserver_fail(&cs, 0), 0);
+	it_unmount_ok(&env, &c);
+	it_unmount_ok(&env, &b);
+	it_unmount_ok(&env, &a);
+}
+
+/* The two files of setup() in a directory bucket, mounted as the origin
+ * through credserver. */
+static void express_origin(const char *tag, const char *const *extra, struct it_mount *m)
+{
+	char src[128];
+
+	setup(tag, 3600);
+	express_bucket();
+	cr_assert_eq(it_put_gen(&xbucket, "data/mid.bin", 11, MID_SIZE), 0);
+	cr_assert_eq(it_put_gen(&xbucket, "data/sub/small.txt", 12, SMALL_SIZE), 0);
+	it_fmt(src, sizeof(src), "s3://%s", xbucket.name);
+	container_mount(src, extra, m);
 }
 
 /* A directory bucket as the origin: listings, HEADs and ranged GETs all
@@ -458,22 +510,44 @@ Test(creds, s3_express_directory_bucket_as_the_shared_tier, .timeout = 300)
 Test(creds, s3_express_directory_bucket_as_the_origin)
 {
 	struct it_mount m;
-	char src[128];
 
-	setup("expx", 3600);
-	express_bucket();
-	cr_assert_eq(it_put_gen(&xbucket, "data/mid.bin", 11, MID_SIZE), 0);
-	cr_assert_eq(it_put_gen(&xbucket, "data/sub/small.txt", 12, SMALL_SIZE), 0);
-	it_fmt(src, sizeof(src), "s3://%s", xbucket.name);
-	container_mount(src, NULL, &m);
+	express_origin("expx", NULL, &m);
 	read_all(&m);
 	expect_source(&m, "S3 Express sessions");
 	cr_expect_geq(it_credserver_stat(&cs, "sessions"), 1);
+	cr_expect_eq(it_credserver_stat(&cs, "sessions_read_only"),
+		     it_credserver_stat(&cs, "sessions"), "an origin asks for ReadOnly sessions");
 	cr_expect_geq(it_credserver_stat(&cs, "express_ok"), 4);
 	cr_expect_eq(it_credserver_stat(&cs, "express_rejected"), 0);
 	it_unmount_ok(&env, &m);
 }
 
+/* A directory bucket as the origin, down: its session revoked, and
+ * CreateSession answering 500.  That is the store not answering, not
+ * credentials refused: past the metadata TTL the node still lists,
+ * stats and reads what it has (served stale), as in any outage. */
+Test(creds, s3_express_origin_down_serves_what_the_node_has, .timeout = 300)
+{
+	const char *extra[] = { "--metadata-ttl", "1", NULL };
+	struct it_mount m;
+
+	express_origin("expd", extra, &m);
+	read_all(&m);
+	cr_assert_eq(it_credserver_fail(&cs, 100000), 0);
+	cr_assert_eq(it_credserver_revoke_sessions(&cs), 0);
+	usleep(1200 * 1000);             /* past the TTL: asked again */
+	read_all(&m);
+	cr_expect_gt(it_daemon_stat(&m, "fs.stale_served"), 0, "served stale");
+	cr_expect_geq(it_credserver_stat(&cs, "failed_on_purpose"), 1, "CreateSession failed");
+	cr_assert_eq(it_credserver_fail(&cs, 0), 0);
+	it_unmount_ok(&env, &m);
+}
+
+/* ---- refresh in the middle of a long read --------------------------- */
+
+/* Read data/long.bin (n_mib MiB, 1M chunks, no read-ahead) one MiB every
+ * pace_ms through the mount, so that its GETs span several credential
+ * lifetimes, and check every byte; no read may fail. */
 static void slow_read(const struct it_mount *m, unsigned n_mib, unsigned pace_ms)
 {
 	char path[PATH_MAX], *buf = malloc(IT_MIB);

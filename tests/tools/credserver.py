@@ -76,7 +76,10 @@ each checking what the real one checks:
                                      included) fail with HTTP 500 (a refresh
                                      that fails); /__cred/session_ttl?s=N
                                      sets the lifetime of the sessions
-                                     issued from then on.
+                                     issued from then on;
+                                     /__cred/revoke_sessions forgets every
+                                     session issued (the next request
+                                     signed with one is refused).
 
 Everything it hands out lives --ttl seconds, but sessions --session-ttl
 (default 300, as in AWS).  At start it writes, in
@@ -194,6 +197,7 @@ class State:
             "oauth_jwt", "oauth_refresh", "metadata", "imds", "container", "sts",
             "issued", "issued_early", "refused_creds", "failed_on_purpose", "data_ok", "data_rejected",
             "data_expired", "gcs_generation_checks", "stale", "sessions", "sessions_early",
+            "sessions_read_only",
             "express_ok", "express_rejected", "express_expired")}
 
     def count(self, name, n=1):
@@ -254,6 +258,7 @@ class State:
             self.purge(now)
             exp = now + self.session_ttl
             self.stats["sessions"] += 1
+            self.stats["sessions_read_only"] += mode == "ReadOnly"
             if self.session_exp.get(bucket, 0.0) > now:
                 self.stats["sessions_early"] += 1
             self.session_exp[bucket] = exp
@@ -354,6 +359,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/__cred/fail":
             with self.st.lock:
                 self.st.fail_next = int(q.get("n", ["1"])[0])
+            return self.reply(200, "{}")
+        if path == "/__cred/revoke_sessions":
+            with self.st.lock:
+                self.st.sessions.clear()
             return self.reply(200, "{}")
         if path == "/__cred/session_ttl":
             s = q.get("s", [""])[0]
