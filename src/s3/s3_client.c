@@ -103,8 +103,8 @@ struct s3_client {
 	char *bucket;
 	char *region;
 	struct cred_provider *creds; /* NULL = anonymous; express: the session */
-	struct cred_provider *iam;   /* express: what CreateSession is signed with */
-	bool express;                /* cfg->express */
+	struct cred_provider *iam;   /* express (cfg->express) when set: what
+	                              * CreateSession is signed with */
 	bool express_read_only;      /* cfg->express_read_only */
 	enum s3_dialect dialect;
 	char *ca_bundle;             /* NULL = curl default */
@@ -487,21 +487,22 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 	}
 	if (cfg->endpoint && *cfg->endpoint) {
 		rc = parse_endpoint(cfg->endpoint, &c->scheme, &host, &is_ip, ei);
-	} else if (cfg->express) {
-		char zone[64];
+	} else {
+		/* AWS for the region; a directory bucket's zonal endpoint */
+		char svc[80] = "s3";
 
-		if (!express_zone(c->bucket, zone, sizeof(zone))) {
-			tfs_errinfo_set(ei, "S3 Express bucket '%s' names no zone "
-				       "(NAME--ZONE-ID--x-s3)", c->bucket);
-			goto fail;
+		if (cfg->express) {
+			char zone[64];
+
+			if (!express_zone(c->bucket, zone, sizeof(zone))) {
+				tfs_errinfo_set(ei, "S3 Express bucket '%s' names no zone "
+					       "(NAME--ZONE-ID--x-s3)", c->bucket);
+				goto fail;
+			}
+			snprintf(svc, sizeof(svc), "s3express-%s", zone);
 		}
 		c->aws = true;
-		if (asprintf(&aws_ep, "https://s3express-%s.%s.amazonaws.com", zone, c->region) < 0)
-			goto oom;
-		rc = parse_endpoint(aws_ep, &c->scheme, &host, &is_ip, ei);
-	} else {
-		c->aws = true;
-		if (asprintf(&aws_ep, "https://s3.%s.amazonaws.com", c->region) < 0)
+		if (asprintf(&aws_ep, "https://%s.%s.amazonaws.com", svc, c->region) < 0)
 			goto oom;
 		rc = parse_endpoint(aws_ep, &c->scheme, &host, &is_ip, ei);
 	}
@@ -564,7 +565,6 @@ struct s3_client *s3_client_new(const struct s3_config *cfg, struct tfs_errinfo 
 		/* the mount's credentials sign CreateSession; the session
 		 * signs everything else */
 		snprintf(desc, sizeof(desc), "S3 Express session of bucket %s", c->bucket);
-		c->express = true;
 		c->express_read_only = cfg->express_read_only;
 		c->iam = c->creds;
 		/* the sessions come from the store itself: a CreateSession
@@ -1010,8 +1010,8 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 	struct curl_slist *l = NULL;
 	bool oom = false;
 	/* S3 Express: a session's token has a header of its own */
-	const char *tok_hdr = c->express && !op->iam ? "x-amz-s3session-token"
-						     : "x-amz-security-token";
+	const char *tok_hdr = c->iam && !op->iam ? "x-amz-s3session-token"
+						 : "x-amz-security-token";
 	char amz_date[17], auth[S3_AUTH_MAX], meta_hdr[64];
 	bool put_meta = op->meta_name && op->meta_value;
 	struct timespec now;
@@ -1043,7 +1043,7 @@ static struct curl_slist *build_headers(struct s3_client *c, const struct s3_op 
 			.payload_hash = op->payload_hash,
 			.amz_date = amz_date,
 			.region = c->region,
-			.service = c->express ? "s3express" : "s3",
+			.service = c->iam ? "s3express" : "s3",
 			.access_key = cr->access_key,
 			.secret_key = cr->secret_key,
 		};
@@ -1226,6 +1226,13 @@ static int classify_transport(CURL *h, CURLcode cc, const struct s3_xfer *x,
 	}
 }
 
+/* The credentials op is signed with: a directory bucket's own ones for
+ * CreateSession, else the client's (its sessions, for such a bucket). */
+static struct cred_provider *op_creds(const struct s3_client *c, const struct s3_op *op)
+{
+	return op->iam ? c->iam : c->creds;
+}
+
 /* One attempt.  *used: the credentials it was signed with (a reference
  * the caller drops), NULL when anonymous or when none could be had. */
 static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
@@ -1233,7 +1240,7 @@ static int attempt(struct s3_client *c, const struct s3_op *op, const char *url,
 {
 	struct s3_xfer x = { .op = op, .stall_ms = c->stall_ms };
 	struct curl_slist *hdrs = NULL;
-	struct cred_provider *creds = op->iam ? c->iam : c->creds;
+	struct cred_provider *creds = op_creds(c, op);
 	struct cred *cr = NULL;
 	int64_t t0 = 0;
 	double took, wait;
@@ -1331,7 +1338,7 @@ static int s3_run(struct s3_client *c, struct s3_op *op, struct tfs_errinfo *ei)
 	unsigned tries = 0;
 	int64_t started = mono_ns();
 	bool retry, connect, renewed = false;
-	struct cred_provider *creds = op->iam ? c->iam : c->creds;
+	struct cred_provider *creds = op_creds(c, op);
 	int rc;
 
 	op->client = c;
