@@ -33,19 +33,30 @@ static const char sts_reply[] =
 	"</ResponseMetadata>\n"
 	"</AssumeRoleWithWebIdentityResponse>\n";
 
-Test(aws_creds, sts_reply_of_the_documentation)
+typedef int (*xml_parser)(const char *xml, size_t len, struct cred **out,
+			  struct tfs_errinfo *ei);
+
+/* parse(xml) gives exactly these keys, token and expiry. */
+static void parses_to(xml_parser parse, const char *xml, const char *ak, const char *sk,
+		      const char *token, int64_t expires_ms)
 {
 	struct cred *c = NULL;
 	struct tfs_errinfo ei;
 
 	tfs_errinfo_clear(&ei);
-	cr_assert_eq(aws_creds_parse_sts(sts_reply, strlen(sts_reply), &c, &ei), TFS_OK, "%s",
-		     ei.message);
-	cr_assert_str_eq(c->access_key, "ASgeIAIOSFODNN7EXAMPLE");
-	cr_assert_str_eq(c->secret_key, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY");
-	cr_assert_str_eq(c->session_token, "AQoDYXdzEE0a8ANXXXXXXXXNO1ewxE5TijQyp+IEXAMPLE");
-	cr_assert_eq(c->expires_ms, 1414191623000LL);
+	cr_assert_eq(parse(xml, strlen(xml), &c, &ei), TFS_OK, "%s", ei.message);
+	cr_assert_str_eq(c->access_key, ak);
+	cr_assert_str_eq(c->secret_key, sk);
+	cr_assert_str_eq(c->session_token, token);
+	cr_assert_eq(c->expires_ms, expires_ms);
 	cred_put(c);
+}
+
+Test(aws_creds, sts_reply_of_the_documentation)
+{
+	parses_to(aws_creds_parse_sts, sts_reply, "ASgeIAIOSFODNN7EXAMPLE",
+		  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+		  "AQoDYXdzEE0a8ANXXXXXXXXNO1ewxE5TijQyp+IEXAMPLE", 1414191623000LL);
 }
 
 /* The shape of S3 Express One Zone's CreateSession reply (S3 API
@@ -70,14 +81,8 @@ Test(aws_creds, create_session_reply)
 	struct cred *c = NULL;
 	struct tfs_errinfo ei;
 
-	tfs_errinfo_clear(&ei);
-	cr_assert_eq(aws_creds_parse_session(reply, strlen(reply), &c, &ei), TFS_OK, "%s",
-		     ei.message);
-	cr_assert_str_eq(c->access_key, "ASIASESSION");
-	cr_assert_str_eq(c->secret_key, "SECRET/+");
-	cr_assert_str_eq(c->session_token, "TOKEN/+=");
-	cr_assert_eq(c->expires_ms, 1796637900000LL);
-	cred_put(c);
+	parses_to(aws_creds_parse_session, reply, "ASIASESSION", "SECRET/+", "TOKEN/+=",
+		  1796637900000LL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		tfs_errinfo_clear(&ei);
 		c = NULL;
