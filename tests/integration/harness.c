@@ -721,6 +721,17 @@ long long it_daemon_stat(struct it_mount *m, const char *name)
 	return it_stats_get(buf, name);
 }
 
+long long it_daemon_stat_wait(struct it_mount *m, const char *name, long long want,
+			      double timeout_s)
+{
+	double deadline = it_now() + timeout_s;
+	long long v;
+
+	while ((v = it_daemon_stat(m, name)) < want && it_now() < deadline)
+		sleep_ms(100);
+	return v;
+}
+
 void it_ssd_settle(struct it_mount *m, double timeout_s)
 {
 	long long last = -1;

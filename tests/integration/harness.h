@@ -236,6 +236,10 @@ int it_daemon_stats(struct it_mount *m, char *out, size_t outlen);
 long long it_stats_get(const char *stats, const char *name);
 /* Both in one: a fresh stats line, one counter of it. */
 long long it_daemon_stat(struct it_mount *m, const char *name);
+/* Poll counter name (every 100 ms, at most timeout_s) until it reaches at
+ * least want; its last value, which the caller checks. */
+long long it_daemon_stat_wait(struct it_mount *m, const char *name, long long want,
+			      double timeout_s);
 /* Wait (<= timeout_s) until the SSD writer has nothing queued and its
  * counters (insertions, dropped, rejected, evictions) have not moved for
  * half a second: what was read has reached the disk or been refused.

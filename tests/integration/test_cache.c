@@ -132,15 +132,9 @@ static void read_ok(const struct obj *o)
  * writer of a slow sanitizer build on a busy disk). */
 static long long wait_stat_geq(const char *name, long long want)
 {
-	double deadline = it_now() + 60.0;
-	long long v = -1;
-	while (it_now() < deadline) {
-		v = it_daemon_stat(&mnt, name);
-		if (v >= want)
-			return v;
-		usleep(50000);
-	}
-	cr_assert_fail("%s stayed at %lld, want >= %lld", name, v, want);
+	long long v = it_daemon_stat_wait(&mnt, name, want, 60.0);
+
+	cr_assert_geq(v, want, "%s stayed at %lld, want >= %lld", name, v, want);
 	return v;
 }
 

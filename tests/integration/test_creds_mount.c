@@ -402,16 +402,6 @@ static void express_node(struct it_mount *m)
 	container_mount(source("s3"), extra, m);
 }
 
-/* Wait (<= 30 s) until counter name of m reaches at least want. */
-static long long wait_daemon_stat(struct it_mount *m, const char *name, long long want)
-{
-	long long v = -1;
-
-	for (int i = 0; i < 300 && (v = it_daemon_stat(m, name)) < want; i++)
-		usleep(100 * 1000);
-	return v;
-}
-
 /* credserver lets a request to a directory bucket through only when a
  * session signs it (service s3express, x-amz-s3session-token), and takes
  * the node's own credentials only for CreateSession.  Node A fills the
@@ -429,7 +419,7 @@ Test(creds, s3_express_directory_bucket_as_the_shared_tier, .timeout = 300)
 
 	express_node(&a);
 	read_all(&a);
-	cr_assert_eq(wait_daemon_stat(&a, "shared.writes", chunks), chunks,
+	cr_assert_eq(it_daemon_stat_wait(&a, "shared.writes", chunks, 30.0), chunks,
 		     "node A wrote every chunk to the directory bucket");
 	cr_expect_geq(it_credserver_stat(&cs, "sessions"), 1);
 
@@ -465,7 +455,7 @@ Test(creds, s3_express_refused_sessions_cost_no_read, .timeout = 300)
 	express_bucket();
 	express_node(&a);
 	read_all(&a);
-	cr_assert_eq(wait_daemon_stat(&a, "shared.writes", chunks), chunks);
+	cr_assert_eq(it_daemon_stat_wait(&a, "shared.writes", chunks, 30.0), chunks);
 
 	express_node(&b);
 	read_check(b.dir, "data/sub/small.txt", 12, SMALL_SIZE);

@@ -372,18 +372,14 @@ static void folder_read(const struct folders *f, int c, int i)
 Test(readahead, class_folders_read_in_one_shuffle_are_scanned_together)
 {
 	const struct folders f = { "classes", 6, 20, 10 * 1024, 7000 };
-	long long scanned = 0;
+	long long scanned;
 
 	folders_mount(&f, NULL);
 	for (int j = 0; j < 3; j++)
 		for (int c = 0; c < f.n; c++)
 			folder_read(&f, c, (j * 7 + c * 3) % f.files);
 	/* fetched in the background: wait for it (bounded), assert no speed */
-	for (int t = 0; t < 300 && scanned == 0; t++) {
-		scanned = it_daemon_stat(&mnt, "readahead.scan_files");
-		if (scanned == 0)
-			usleep(100 * 1000);
-	}
+	scanned = it_daemon_stat_wait(&mnt, "readahead.scan_files", 1, 30.0);
 	cr_expect_gt(scanned, 0, "no folder was scanned after 18 opens over 6 folders");
 	/* the rest of the epoch: every byte exact, no file fetched twice */
 	for (int c = 0; c < f.n; c++)

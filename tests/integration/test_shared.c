@@ -112,15 +112,7 @@ static void read_ok(struct it_mount *m, uint64_t seed)
 /* Wait (<= 30 s) until counter name of m reaches at least want. */
 static long long wait_stat(struct it_mount *m, const char *name, long long want)
 {
-	long long v = -1;
-
-	for (int i = 0; i < 300; i++) {
-		v = it_daemon_stat(m, name);
-		if (v >= want)
-			return v;
-		usleep(100 * 1000);
-	}
-	return v;
+	return it_daemon_stat_wait(m, name, want, 30.0);
 }
 
 /* The keys of the shared bucket under prefix, n at most. */
