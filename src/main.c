@@ -108,7 +108,8 @@ static const char usage_text2[] =
 	"                           (turns passthrough off) (default: off)\n"
 	"  --scrub-rate SIZE        SSD bytes re-read and checked per second while the cache\n"
 	"                           disk's writer is idle; 0 = off, auto = 16M (auto)\n"
-	"  --parallel-gets N        ranged GETs per chunk, parts of at least 2M, 1-4 (4)\n"
+	"  --parallel-gets N        ranged GETs a chunk a reader waits for is fetched with,\n"
+	"                           parts of at least 2M, 1-4; a fetch ahead is one GET (4)\n"
 	"  --stall-timeout SECONDS  abort and retry a transfer that makes no progress (15)\n"
 	"  --max-stale SECONDS      when the store does not answer (refused, 5xx, timeouts),\n"
 	"                           keep serving listings, attributes and cached bytes up to\n"
@@ -708,7 +709,8 @@ static int cmd_mount(int argc, char **argv)
 			.random_bytes = random_blocks(&cfg),
 			.scan_threads = cfg.scan_prefetch,
 			.plan_window = cfg.plan_window,
-			/* a fill runs up to parallel-gets GETs: leave readers room */
+			/* a fill ahead is one GET: a quarter of the connections, the
+			 * rest left to readers and their parts */
 			.read_ahead_threads = cfg.max_connections / 4 > 16 ? 16
 					      : cfg.max_connections / 4 ? cfg.max_connections / 4 : 1,
 			.uid = cfg.uid,

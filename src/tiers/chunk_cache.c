@@ -117,16 +117,22 @@ size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64
 }
 
 /* The object store's part of a miss: bytes [off, off + want) of chunk
- * index of o into buf, counted. */
+ * index of o into buf, counted.  waited: somebody waits for these bytes
+ * (a reader, an operator), so they come as up to --parallel-gets part
+ * GETs; a fetch ahead is one GET.  Parts cut one chunk's wait, but each
+ * is a request the store serves and bills: a sequential reader's fetches
+ * ahead already keep several GETs in flight, and 2 MiB parts made a cold
+ * 2 GiB read cost 1,024 GETs instead of 256, and the daemon and the
+ * server a third more CPU per GiB (benchmarks.md, "Fewer GETs"). */
 static int store_get_at(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			size_t off, size_t want, void *buf)
+			size_t off, size_t want, void *buf, bool waited)
 {
 	int rc;
 
 	if (want == 0)
 		return TFS_OK;
-	rc = store_fetch(cc->store, cc->parallel_gets, o, index, index * cc->chunk_size + off, want,
-			 buf);
+	rc = store_fetch(cc->store, waited ? cc->parallel_gets : 1, o, index,
+			 index * cc->chunk_size + off, want, buf);
 	if (rc != TFS_OK) {
 		atomic_fetch_add(&cc->store_errors, 1);
 		return rc;
@@ -136,24 +142,19 @@ static int store_get_at(struct chunk_cache *cc, const struct chunk_obj *o, uint6
 	return TFS_OK;
 }
 
-static int store_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     size_t want, void *buf)
-{
-	return store_get_at(cc, o, index, 0, want, buf);
-}
-
 /* Below the SSD tier: the shared tier when it has a verified copy, else
- * the store (*from_store; *t: what the shared tier wants done with it). */
+ * the store (*from_store; *t: what the shared tier wants done with it;
+ * waited: see store_get_at). */
 static int shared_or_store(struct chunk_cache *cc, const struct chunk_obj *o,
-			   const struct chunk_id *id, size_t want, void *buf, bool *from_store,
-			   struct shared_ticket *t)
+			   const struct chunk_id *id, size_t want, void *buf, bool waited,
+			   bool *from_store, struct shared_ticket *t)
 {
 	int rc;
 
 	*t = (struct shared_ticket){ 0 };
 	if (cc->shared && want > 0 && shared_tier_get(cc->shared, id, want, buf, t) == TFS_OK)
 		return TFS_OK;
-	rc = store_get(cc, o, id->index, want, buf);
+	rc = store_get_at(cc, o, id->index, 0, want, buf, waited);
 	*from_store = rc == TFS_OK;
 	return rc;
 }
@@ -179,7 +180,7 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 	} else if (cc->ssd && reader) {
 		ssd_tier_access(cc->ssd, id);
 	}
-	rc = shared_or_store(cc, o, id, want, buf, from_store, t);
+	rc = shared_or_store(cc, o, id, want, buf, reader, from_store, t);
 	*len = rc == TFS_OK ? want : 0;
 	return rc;
 }
@@ -354,7 +355,7 @@ static int part_complete(struct chunk_cache *cc, const struct chunk_obj *o,
 			u = u2;
 			continue;
 		}
-		rc = store_get_at(cc, o, id->index, s, u - s, buf + s);
+		rc = store_get_at(cc, o, id->index, s, u - s, buf + s, true);
 		hole = next;
 		s = s2;
 		u = u2;
@@ -422,7 +423,7 @@ static int part_read(struct chunk_cache *cc, const struct chunk_obj *o,
 	if (part_entry_hole(e, from, to, &first, &end)) {
 		while (part_entry_hole(e, end, to, &s, &u))
 			end = u;
-		rc = store_get_at(cc, o, id->index, first, end - first, buf + (first - from));
+		rc = store_get_at(cc, o, id->index, first, end - first, buf + (first - from), true);
 		if (rc == TFS_OK)   /* out of memory: served all the same, kept not */
 			(void)part_entry_put(cc->part, e, first, end, buf + (first - from));
 	}
@@ -630,7 +631,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	buf = malloc(cc->chunk_size ? cc->chunk_size : 1);
 	if (!buf)
 		return TFS_E_NOMEM;
-	rc = shared_or_store(cc, o, &id, want, buf, &from_store, &t);
+	rc = shared_or_store(cc, o, &id, want, buf, true, &from_store, &t);
 	if (rc != TFS_OK) {
 		free(buf);
 		return rc;

@@ -14,6 +14,7 @@
 #include "fake_objstore.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
+#include "tiers/store_fetch.h"
 #include "tmpdir.h"
 
 #define CS (64u * 1024)
@@ -722,6 +723,42 @@ Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
 	cr_expect_eq(s.fetches, 4, "x, a and c twice");
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
+}
+
+/* A chunk somebody waits for comes in parts (--parallel-gets), each at
+ * least STORE_FETCH_PART_MIN; a chunk fetched ahead comes in one GET, and
+ * both hold the object's bytes. */
+Test(chunk_cache, a_reader_waits_for_parts_a_fetch_ahead_is_one_get)
+{
+	const size_t big = 4 * STORE_FETCH_PART_MIN;
+	struct chunk_cache_config c = { .store = NULL, .parallel_gets = 4,
+					.ram_bytes = 4 * big, .chunk_size = big };
+	struct chunk_obj o = obj("obj/parts", "\"v1\"", 3 * big);
+	struct chunk_cache *cc;
+	struct chunk_ref *r;
+	struct store s;
+
+	store_init(&s, 5);
+	c.store = &s.base;
+	cc = chunk_cache_new(&c);
+	cr_assert_not_null(cc);
+	cr_assert_eq(chunk_cache_prefetch(cc, &o, 1, false, NULL, NULL), TFS_OK);
+	cr_expect_eq(s.fetches, 1, "a fetch ahead of %zu bytes took %d GETs", big,
+		     (int)s.fetches);
+	for (uint64_t i = 0; i < 3; i++) {
+		const unsigned char *p;
+
+		cr_assert_eq(chunk_cache_get(cc, &o, i, &r), TFS_OK);
+		cr_assert_eq(chunk_ref_len(r), big);
+		p = chunk_ref_data(r);
+		for (size_t k = 0; k < big; k += 4093)
+			cr_assert_eq(p[k], fake_byte(version_seed(&s, o.etag), i * big + k),
+				     "chunk %llu, byte %zu", (unsigned long long)i, k);
+		chunk_ref_put(r);
+	}
+	cr_expect_eq(s.fetches, 1 + 4 + 4, "the reader's two misses in 4 parts each, "
+		     "the chunk fetched ahead a hit: %d GETs", (int)s.fetches);
+	chunk_cache_free(cc);
 }
 
 /* ---- random readers: the blocks they ask for, not whole chunks ------- */
