@@ -46,22 +46,9 @@ for v in DIRS FILES RUNS; do
 done
 [[ $LATENCY_MS =~ ^[0-9]+$ ]] || die "WALK_LATENCY_MS must be a whole number"
 
-WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tierfs-bench-walk.XXXXXX")
-LOGS=$OUT/logs
-export RGW_DIR=$WORK/rgw
-mkdir -p "$OUT"
-rm -rf "$LOGS"
-mkdir -p "$LOGS"
-MNT=$WORK/mnt
-mkdir -p "$MNT"
-tool=tierfs
-pid=
-proxy_pid=
-
 # shellcheck source=../lib/bench.sh
 source "$ROOT/scripts/lib/bench.sh"
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_work walk
 
 T_START=$(now)
 log() { printf '[walk %6.1fs] %s\n' "$(awk -v a="$T_START" -v b="$(now)" 'BEGIN { print b - a }')" "$*" >&2; }

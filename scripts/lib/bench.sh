@@ -40,6 +40,24 @@ stat_of() {
 
 # ---- a tool mounted on $MNT through the S3 emulator (loader.sh, peers.sh) ----
 
+# bench_work NAME: a work directory $WORK (radosgw's $RGW_DIR and the
+# mount point $MNT in it), $LOGS = $OUT/logs emptied, no tool mounted
+# yet, and the traps that unmount and stop everything on exit.
+bench_work() {
+	WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tierfs-bench-$1.XXXXXX")
+	LOGS=$OUT/logs
+	export RGW_DIR=$WORK/rgw
+	MNT=$WORK/mnt
+	mkdir -p "$OUT" "$MNT"
+	rm -rf "$LOGS"
+	mkdir -p "$LOGS"
+	tool=tierfs
+	pid=
+	proxy_pid=
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
 # bench_proxy_start LOG: tierfs-faultproxy in front of radosgw ($RGW_PORT),
 # $LATENCY_MS to first byte and $BANDWIDTH bytes/s per connection, its
 # output to LOG ($WORK must be set); sets proxy_pid and PROXY.  Fails,
