@@ -16,7 +16,10 @@
 #   3. parallel: READERS dd bs=1M | cksum at once, each on its own object.
 #   4. fio --rw=randread --bs=1M --ioengine=psync --time_based for
 #      FIO_SECS on the big file (fio's default seed: the same offsets for
-#      every tool); then 8 sampled 1 MiB blocks are checked.
+#      every tool), cold; then on the same mount the file is read whole
+#      (untimed: into the tool's cache, given 2 s to settle) and fio runs
+#      again, bs=1M and bs=128k: random reads of a cached file.  After
+#      each fio run 8 sampled 1 MiB blocks are checked.
 #   5. tree: `find | sort | cksum`, and `ls -lR` (names, sizes), over
 #      TREE_DIRS x TREE_FILES tiny objects, each on its own cold mount.
 #   6. cache pressure: DS_FILES objects of DS_MIB read EPOCHS times, each
@@ -221,8 +224,8 @@ rd_par() {
 	for i in "${pids[@]}"; do wait "$i" || rc=1; done
 	[ "$rc" = 0 ] && for ((i = 0; i < n; i++)); do cat "$4.$i"; done
 }
-rd_fio() {
-	fio --name=peers --filename="$1/big" --readonly --rw=randread --bs=1M --size="${2}M" \
+rd_fio() {   # DIR MIB SECS BS
+	fio --name=peers --filename="$1/big" --readonly --rw=randread --bs="$4" --size="${2}M" \
 		--ioengine=psync --time_based --runtime="$3" --output-format=json |
 		python3 -c 'import json, sys
 s = sys.stdin.read(); j = json.loads(s[s.index("{"):])["jobs"][0]
@@ -278,8 +281,13 @@ if on 2; then
 fi
 on 3 && row par mibs $((PAR_READERS * PAR_MIB * 1048576)) "3. ${PAR_READERS} readers x ${PAR_MIB} MiB files at once, cold" \
 	"3 ${PAR_READERS} readers"
-on 4 && row fio fio 0 "4. fio randread bs=1M psync ${FIO_SECS} s on the ${BIG_MIB} MiB file, cold" \
-	"4 fio randread"
+if on 4; then
+	row fio fio 0 "4. fio randread bs=1M psync ${FIO_SECS} s on the ${BIG_MIB} MiB file, cold" \
+		"4 fio randread"
+	row fio_c1m fio 0 "4. the same, bs=1M, the file cached (read whole first, same mount)" \
+		"4 fio cached 1M"
+	row fio_c128k fio 0 "4. the same, bs=128k, the file cached" "4 fio cached 128k"
+fi
 if on 5; then
 	row find secs 0 "5. find, ${entries}-entry tree (${TREE_DIRS} dirs), cold" "5 find"
 	row lsR secs 0 "5. ls -lR, same tree, cold" "5 ls -lR"
@@ -356,13 +364,20 @@ run() {
 	big_*) timed "$r" "$c" rd_big "$d" ;;
 	small_*) timed "$r" "$c" rd_small "$d" ;;
 	par) timed "$r" "$c" rd_par "$d" "$PAR_READERS" "$(digits "$PAR_READERS")" "$WORK/par" ;;
-	fio)
-		timed "$r" "$c" rd_fio "$d" "$BIG_MIB" "$FIO_SECS"
+	fio*)
+		local s bs=1M
+		[ "$r" = fio_c128k ] && bs=128k
+		if [ "$r" = fio_c1m ]; then
+			# untimed: the whole file into the tool's cache, and time
+			# for its writer to settle
+			timeout "$STEP_TIMEOUT" bash -o pipefail -c '"$@"' _ rd_big "$d" >/dev/null 2>>"$LOGS/client.log" || true
+			sleep 2
+		fi
+		timed "$r" "$c" rd_fio "$d" "$BIG_MIB" "$FIO_SECS" "$bs"
 		if [ "${SECS[$r,$c]}" != FAIL ]; then
 			# fio prints no data: check sampled blocks instead, untimed
-			local s
 			s=$(timeout 600 bash -o pipefail -c '"$@"' _ rd_sample "$d" "$BIG_MIB" 2>>"$LOGS/client.log") || s=
-			CHECK[fio,$c]=${s:-sampled blocks unreadable}
+			CHECK[$r,$c]=${s:-sampled blocks unreadable}
 		fi
 		;;
 	find) timed "$r" "$c" rd_find "$d" ;;
@@ -487,7 +502,7 @@ for t in "${TOOLS[@]}"; do
 		1) session "$t" plain big_cold big_warm ;;
 		2) session "$t" plain small_1 small_2 ;;
 		3) session "$t" plain par ;;
-		4) session "$t" plain fio ;;
+		4) session "$t" plain fio fio_c1m fio_c128k ;;
 		5) session "$t" plain find; session "$t" plain lsR ;;
 		6)
 			[ "$t" = s3fs ] && [ -z "$S3FS_CAP" ] && s3fs_capfs
