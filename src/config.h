@@ -63,7 +63,7 @@ struct tierfs_config {
 	unsigned scan_prefetch;    /* fetchers for a job consuming a directory in any order,
 				    * and for the loader's plan */
 	unsigned plan_window;      /* files of a plan fetched ahead of its reader; 0 = 256 */
-	unsigned parallel_gets;    /* ranged GETs per chunk fill */
+	unsigned parallel_gets;    /* ranged GETs per chunk fill somebody waits for */
 	unsigned stall_timeout_s;
 	unsigned max_retries;
 	bool adaptive_rate;        /* --retry-mode adaptive: after a throttle, pace

@@ -45,7 +45,8 @@ struct fs_config {
 				    * chunk cache's SSD tier) */
 	struct shared_tier *shared; /* borrowed, outlives the fs; NULL = none (the chunk
 				    * cache's tier shared by a cluster) */
-	unsigned parallel_gets;    /* ranged GETs per chunk fill (1..4, parts >= 2 MiB) */
+	unsigned parallel_gets;    /* ranged GETs per chunk fill somebody waits for
+				    * (1..4, parts >= 2 MiB; chunk_cache.h) */
 	uint64_t read_ahead;       /* bytes a sequential stream keeps in flight ahead of
 				    * its reader, within a file and across a directory's
 				    * files; < chunk_size = read-ahead off */

@@ -2,7 +2,7 @@
  * version the file was opened at, asked of the chunk cache; read-ahead
  * within a file and across a directory read in listing order queues the
  * next chunks on the prefetch pool, which asks the chunk cache for them
- * like a reader (see fs_internal.h).
+ * as fetches ahead (see fs_internal.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,7 @@ void fs_file_free(struct fs_file *f)
 struct ra_job {
 	struct prefetch_item item;   /* first member */
 	uint64_t index, size;
+	bool near;                   /* chunk_cache_prefetch's */
 	char etag[OBJ_ETAG_MAX];
 	char cache_id[CACHE_ID_MAX];
 	char key[];
@@ -40,17 +41,19 @@ void ra_job_run(void *ctx, struct prefetch_item *item, bool cancelled)
 	if (!cancelled) {
 		struct chunk_obj o = { j->key, j->etag, j->cache_id, j->size };
 
-		(void)chunk_cache_prefetch(fs->cache, &o, j->index, false, NULL, NULL);
+		(void)chunk_cache_prefetch(fs->cache, &o, j->index, false, j->near, NULL, NULL);
 	}
 	free(j);
 }
 
-/* Queue chunks [first, first + n) of one object version for read-ahead.
- * Returns how many were queued: fewer when the pool is full, or when the
- * read-ahead not read yet fills the bound the cache protects (more would
- * evict it before its reader came: fetched twice). */
+/* Queue chunks [first, first + n) of one object version for read-ahead,
+ * those below near_end with chunk_cache_prefetch's near.  Returns how
+ * many were queued: fewer when the pool is full, or when the read-ahead
+ * not read yet fills the bound the cache protects (more would evict it
+ * before its reader came: fetched twice). */
 static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
-			 const char *cache_id, uint64_t size, uint64_t first, uint64_t n)
+			 const char *cache_id, uint64_t size, uint64_t first, uint64_t n,
+			 uint64_t near_end)
 {
 	size_t kl = strlen(key);
 
@@ -64,6 +67,7 @@ static uint64_t ra_issue(struct tfs_fs *fs, const char *key, const char *etag,
 			return i;
 		j->index = first + i;
 		j->size = size;
+		j->near = first + i < near_end;
 		snprintf(j->etag, sizeof(j->etag), "%s", etag);
 		snprintf(j->cache_id, sizeof(j->cache_id), "%s", cache_id);
 		memcpy(j->key, key, kl + 1);
@@ -105,9 +109,16 @@ static bool ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uin
 	if (fs->pool && f->ra.frontier == 0 && before.frontier > 0)
 		ra_file_forget(fs, f, &before);   /* a seek restarted the stream */
 	if (n) {
+		/* the stream's first window of chunks: its reader catches
+		 * up with them while the window widens, and would wait for
+		 * a whole GET, so parts, as for its own miss (a cold 64 MiB
+		 * file: 172-180 MiB/s in one GET a chunk, 203-214 in parts); further
+		 * on the window keeps enough GETs in flight: one a chunk */
+		uint64_t near_end = (f->ra.run_start + fs->cfg.read_ahead) / fs->cfg.chunk_size + 1;
+
 		if (fs->pool)
 			done = ra_issue(fs, f->key, f->ver->etag, f->ver->cache_id, f->ver->size,
-					first, n);
+					first, n, near_end);
 		if (done < n)
 			ra_file_unissue(&f->ra, first + done);
 	}
@@ -164,7 +175,7 @@ static void ra_dir_open(struct tfs_fs *fs, uint64_t ino, bool once)
 		key = node_child_key(d, x->name, false);
 		if (!key)
 			break;
-		if (ra_issue(fs, key, m.etag, cache_id, x->size, 0, chunks) < chunks) {
+		if (ra_issue(fs, key, m.etag, cache_id, x->size, 0, chunks, 0) < chunks) {
 			free(key);
 			break;              /* the pool is full: this file later */
 		}

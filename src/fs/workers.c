@@ -333,7 +333,7 @@ static uint64_t scan_fetch(struct tfs_fs *fs, const struct scan_job *j, bool to_
 		if (to_ssd) {
 			rc = chunk_cache_prefetch_ssd(fs->cache, &o, i, &fetched, wanted, &w);
 		} else {
-			rc = chunk_cache_prefetch(fs->cache, &o, i, true, wanted, &w);
+			rc = chunk_cache_prefetch(fs->cache, &o, i, true, false, wanted, &w);
 			fetched = rc == TFS_OK;
 		}
 		again |= rc == TFS_AGAIN;

@@ -117,13 +117,15 @@ size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64
 }
 
 /* The object store's part of a miss: bytes [off, off + want) of chunk
- * index of o into buf, counted.  waited: somebody waits for these bytes
- * (a reader, an operator), so they come as up to --parallel-gets part
- * GETs; a fetch ahead is one GET.  Parts cut one chunk's wait, but each
+ * index of o into buf, counted.  waited: somebody waits, or soon will,
+ * for these bytes (a reader, an operator, a stream's read-ahead while its
+ * window still widens), so they come as up to --parallel-gets part GETs;
+ * any other fetch ahead is one GET.  Parts cut one chunk's wait, but each
  * is a request the store serves and bills: a sequential reader's fetches
- * ahead already keep several GETs in flight, and 2 MiB parts made a cold
- * 2 GiB read cost 1,024 GETs instead of 256, and the daemon and the
- * server a third more CPU per GiB (benchmarks.md, "Fewer GETs"). */
+ * ahead at full width keep several GETs in flight anyway, and 2 MiB parts
+ * made a cold 2 GiB read cost 1,024 GETs instead of about 260, and the
+ * server a third more CPU per GiB (benchmarks.md, "Cold sequential
+ * reads: GETs and CPU"). */
 static int store_get_at(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
 			size_t off, size_t want, void *buf, bool waited)
 {
@@ -163,10 +165,11 @@ static int shared_or_store(struct chunk_cache *cc, const struct chunk_obj *o,
  * SSD tier when it holds a verified copy of that length, else from the
  * shared tier or the store (*from_store).  *len: the bytes filled.
  * reader: a reader's miss, not a fetch ahead (an access of the SSD
- * tier's policy even when the tier misses too). */
+ * tier's policy even when the tier misses too).  parts: see
+ * store_get_at's waited. */
 static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
-		      const struct chunk_id *id, size_t want, bool reader, struct chunk_ref *ref,
-		      size_t *len, bool *from_store, struct shared_ticket *t)
+		      const struct chunk_id *id, size_t want, bool reader, bool parts,
+		      struct chunk_ref *ref, size_t *len, bool *from_store, struct shared_ticket *t)
 {
 	void *buf = chunk_ref_buf(ref);
 	int rc;
@@ -180,7 +183,7 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 	} else if (cc->ssd && reader) {
 		ssd_tier_access(cc->ssd, id);
 	}
-	rc = shared_or_store(cc, o, id, want, buf, reader, from_store, t);
+	rc = shared_or_store(cc, o, id, want, buf, parts, from_store, t);
 	*len = rc == TFS_OK ? want : 0;
 	return rc;
 }
@@ -268,10 +271,11 @@ struct access_trace *chunk_cache_trace_swap(struct chunk_cache *cc, struct acces
  * supplied it (*fetched) queued for SSD (as wb says: for room in the
  * queue).  wanted (a fetch ahead's, or NULL): asked once the miss holds
  * its slot; no, and nobody waits on the slot: TFS_E_INTR, nothing
- * fetched.  The caller gets a reference on TFS_OK. */
+ * fetched.  parts: a store fetch in parts (store_get_at's waited).  The
+ * caller gets a reference on TFS_OK. */
 static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     enum ram_mode mode, enum wb_mode wb, chunk_cache_wanted_fn *wanted, void *arg,
-		     struct chunk_ref **out, bool *fetched)
+		     enum ram_mode mode, enum wb_mode wb, bool parts, chunk_cache_wanted_fn *wanted,
+		     void *arg, struct chunk_ref **out, bool *fetched)
 {
 	struct chunk_id id = { o->key, o->cache_id, index };
 	size_t want = chunk_cache_chunk_len(cc, o->size, index), len;
@@ -294,7 +298,8 @@ static int chain_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	if (rc == TFS_MISS && wanted && !wanted(arg) && ram_tier_fill_withdraw(cc->ram, ref))
 		return TFS_E_INTR;   /* its reader came meanwhile: no fetch after its read */
 	if (rc == TFS_MISS) {
-		rc = chain_fill(cc, o, &id, want, mode == RAM_READ, ref, &len, &from_store, &t);
+		rc = chain_fill(cc, o, &id, want, mode == RAM_READ, parts, ref, &len, &from_store,
+				&t);
 		rc = ram_tier_fill_done(cc->ram, ref, rc, len);
 		if (rc == TFS_OK && (from_store || t.hit))
 			write_behind(cc, &id, ref, wb, &t);
@@ -313,7 +318,7 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
 	bool fetched;
 
 	trace_access(cc, &id, want, want);
-	return chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, out, &fetched);
+	return chain_get(cc, o, index, RAM_READ, WB_READER, true, NULL, NULL, out, &fetched);
 }
 
 /* ---- random readers: the blocks asked for, not the whole chunk -------- */
@@ -493,7 +498,7 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	}
 	if (part && rc != TFS_MISS)
 		return rc;
-	rc = chain_get(cc, o, index, RAM_READ, WB_READER, NULL, NULL, &r, &fetched);
+	rc = chain_get(cc, o, index, RAM_READ, WB_READER, true, NULL, NULL, &r, &fetched);
 	if (rc != TFS_OK)
 		return rc;
 	if (fetched && cc->part)
@@ -504,12 +509,12 @@ int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 }
 
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			 bool epoch, chunk_cache_wanted_fn *wanted, void *arg)
+			 bool epoch, bool near, chunk_cache_wanted_fn *wanted, void *arg)
 {
 	struct chunk_ref *ref;
 	bool fetched;
-	int rc = chain_get(cc, o, index, epoch ? RAM_AHEAD_EPOCH : RAM_AHEAD, WB_WAIT, wanted, arg,
-			   &ref, &fetched);
+	int rc = chain_get(cc, o, index, epoch ? RAM_AHEAD_EPOCH : RAM_AHEAD, WB_WAIT, near, wanted,
+			   arg, &ref, &fetched);
 
 	if (rc == TFS_OK)
 		chunk_ref_put(ref);
@@ -538,7 +543,7 @@ int chunk_cache_prefetch_ssd(struct chunk_cache *cc, const struct chunk_obj *o, 
 		return TFS_OK;
 	if (!ssd_tier_ahead_room(cc->ssd, want))
 		return TFS_AGAIN;
-	rc = chain_get(cc, o, index, RAM_AHEAD_EPOCH, WB_AHEAD, wanted, arg, &ref, fetched);
+	rc = chain_get(cc, o, index, RAM_AHEAD_EPOCH, WB_AHEAD, false, wanted, arg, &ref, fetched);
 	if (rc == TFS_OK)
 		chunk_ref_put(ref);
 	return rc;
@@ -601,7 +606,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 
 	*fetched = false;
 	if (tier == PIN_RAM) {
-		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, NULL, NULL, &ref, fetched);
+		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, true, NULL, NULL, &ref, fetched);
 		if (rc == TFS_OK)
 			chunk_ref_put(ref);
 		return rc;
@@ -615,7 +620,7 @@ int chunk_cache_warm(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t
 	 * rather than a second GET for the same bytes */
 	if (ram_tier_present(cc->ram, &id)) {
 		/* *fetched: evicted meanwhile, fetched after all */
-		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, NULL, NULL, &ref, fetched);
+		rc = chain_get(cc, o, index, RAM_READ, WB_WAIT, true, NULL, NULL, &ref, fetched);
 		if (rc != TFS_OK)
 			return rc;
 		if (chunk_ref_len(ref) > 0) {

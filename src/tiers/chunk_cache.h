@@ -39,7 +39,7 @@ struct access_trace;
 
 struct chunk_cache_config {
 	struct objstore *store;    /* borrowed; outlives the cache */
-	unsigned parallel_gets;    /* ranged GETs one chunk is fetched with (>= 1) */
+	unsigned parallel_gets;    /* ranged GETs a chunk somebody waits for is fetched with (>= 1) */
 	uint64_t ram_bytes;        /* RAM tier capacity (>= chunk_size) */
 	enum evict_kind ram_policy;   /* 0 (LRU) when left out */
 	size_t chunk_size;
@@ -134,10 +134,13 @@ typedef bool chunk_cache_wanted_fn(void *arg);
  * TFS_OK when fetched; TFS_AGAIN when present or in flight already, or
  * when RAM has no slot to spare; errors are the store's.  Blocks for the
  * fill: call it from a read-ahead worker, never a reader.  epoch: for a
- * job that reads each file once an epoch (RAM_AHEAD_EPOCH).  wanted (may
- * be NULL): TFS_E_INTR, nothing fetched, when it says no. */
+ * job that reads each file once an epoch (RAM_AHEAD_EPOCH).  near: its
+ * reader is close behind (a stream whose read-ahead still widens), so a
+ * fetch from the store comes in parts as a reader's miss does; else in
+ * one GET.  wanted (may be NULL): TFS_E_INTR, nothing fetched, when it
+ * says no. */
 int chunk_cache_prefetch(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-			 bool epoch, chunk_cache_wanted_fn *wanted, void *arg);
+			 bool epoch, bool near, chunk_cache_wanted_fn *wanted, void *arg);
 
 /* A scan's fetch ahead of its reader: chunk_cache_prefetch() for a job
  * that reads each file once an epoch, whose chunk also goes to the SSD

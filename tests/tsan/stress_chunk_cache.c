@@ -154,10 +154,11 @@ static void *meddler(void *arg)
 
 		switch (next(&s) % 8) {
 		case 0:
-			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, NULL, NULL);
+			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, next(&s) % 2, NULL,
+						   NULL);
 			break;
 		case 1:   /* a fetch ahead that may be withdrawn once it holds its slot */
-			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, coin, &s);
+			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, false, coin, &s);
 			break;
 		case 2:
 			(void)chunk_cache_warm(cc, &objs[o], idx, next(&s) % 2 ? PIN_SSD : PIN_RAM,

@@ -700,7 +700,7 @@ Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
 	store_init(&s, 11);
 	cc = cc_new(&s, ssd, 4);
 
-	cr_assert_eq(chunk_cache_prefetch(cc, &x, 0, false, NULL, NULL), TFS_OK);
+	cr_assert_eq(chunk_cache_prefetch(cc, &x, 0, false, false, NULL, NULL), TFS_OK);
 	chunk_cache_flush(cc);
 	read_chunks(cc, &s, "x", 1);     /* a RAM hit: the read ahead consumed */
 	read_chunks(cc, &s, "a", 1);     /* a miss */
@@ -726,14 +726,15 @@ Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
 }
 
 /* A chunk somebody waits for comes in parts (--parallel-gets), each at
- * least STORE_FETCH_PART_MIN; a chunk fetched ahead comes in one GET, and
- * both hold the object's bytes. */
+ * least STORE_FETCH_PART_MIN, and so does a fetch ahead whose reader is
+ * near; any other chunk fetched ahead comes in one GET; all hold the
+ * object's bytes. */
 Test(chunk_cache, a_reader_waits_for_parts_a_fetch_ahead_is_one_get)
 {
 	const size_t big = 4 * STORE_FETCH_PART_MIN;
 	struct chunk_cache_config c = { .store = NULL, .parallel_gets = 4,
-					.ram_bytes = 4 * big, .chunk_size = big };
-	struct chunk_obj o = obj("obj/parts", "\"v1\"", 3 * big);
+					.ram_bytes = 5 * big, .chunk_size = big };
+	struct chunk_obj o = obj("obj/parts", "\"v1\"", 4 * big);
 	struct chunk_cache *cc;
 	struct chunk_ref *r;
 	struct store s;
@@ -742,10 +743,13 @@ Test(chunk_cache, a_reader_waits_for_parts_a_fetch_ahead_is_one_get)
 	c.store = &s.base;
 	cc = chunk_cache_new(&c);
 	cr_assert_not_null(cc);
-	cr_assert_eq(chunk_cache_prefetch(cc, &o, 1, false, NULL, NULL), TFS_OK);
+	cr_assert_eq(chunk_cache_prefetch(cc, &o, 1, false, false, NULL, NULL), TFS_OK);
 	cr_expect_eq(s.fetches, 1, "a fetch ahead of %zu bytes took %d GETs", big,
 		     (int)s.fetches);
-	for (uint64_t i = 0; i < 3; i++) {
+	cr_assert_eq(chunk_cache_prefetch(cc, &o, 3, false, true, NULL, NULL), TFS_OK);
+	cr_expect_eq(s.fetches, 1 + 4, "a fetch ahead with its reader near took %d GETs in all",
+		     (int)s.fetches - 1);
+	for (uint64_t i = 0; i < 4; i++) {
 		const unsigned char *p;
 
 		cr_assert_eq(chunk_cache_get(cc, &o, i, &r), TFS_OK);
@@ -756,8 +760,8 @@ Test(chunk_cache, a_reader_waits_for_parts_a_fetch_ahead_is_one_get)
 				     "chunk %llu, byte %zu", (unsigned long long)i, k);
 		chunk_ref_put(r);
 	}
-	cr_expect_eq(s.fetches, 1 + 4 + 4, "the reader's two misses in 4 parts each, "
-		     "the chunk fetched ahead a hit: %d GETs", (int)s.fetches);
+	cr_expect_eq(s.fetches, 1 + 4 + 4 + 4, "the reader's two misses in 4 parts each, "
+		     "the chunks fetched ahead hits: %d GETs", (int)s.fetches);
 	chunk_cache_free(cc);
 }
 
