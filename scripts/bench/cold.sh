@@ -18,7 +18,8 @@
 #   network    COLD_CURL_PAR parallel ranged curl GETs of the same bytes;
 #   tierfs     a fresh mount (empty RAM tier, and an emptied --cache-dir for
 #              the "cache-dir" mode), COLD_READERS dd bs=1M at once, one per
-#              file, then the mount is left for a second and unmounted;
+#              file, then the mount is left for a second (the daemon's CPU
+#              counted to its end: the SSD writer's tail) and unmounted;
 #   base       the same with the tierfs binary COLD_BASE (another build, for
 #              a before/after in one run), when set.
 #
@@ -52,8 +53,11 @@ CURL_PAR=${COLD_CURL_PAR:-16}
 EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
 
 die() { echo "cold: $*" >&2; exit 2; }
-for v in MIB READERS RUNS LATENCY_MS BANDWIDTH CURL_PAR; do
+for v in MIB READERS RUNS CURL_PAR; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v must be a whole number >= 1"
+done
+for v in LATENCY_MS BANDWIDTH; do   # 0: unshaped
+	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
 done
 [ $((MIB % READERS)) = 0 ] || die "COLD_MIB must be a multiple of COLD_READERS"
 for m in "${MODES[@]}"; do
@@ -74,7 +78,7 @@ bench_peer_config
 for ((i = 0; i < READERS; i++)); do
 	"${S3UTIL[@]}" put-bytes bench "cold/f$i" "$FILE_BYTES" $((7 + i)) >/dev/null
 done
-server_pids=$(pgrep -f "(radosgw|ceph-osd) -c $RGW_DIR/" | tr '\n' ' ')
+server_pids=$(pgrep -f "(radosgw|ceph-osd) -c $RGW_DIR/" | tr '\n' ' ' || true)
 [ -n "$server_pids" ] || die "no radosgw process found under $RGW_DIR"
 
 ticks() {   # PID...: their user + system clock ticks
@@ -84,8 +88,13 @@ ticks() {   # PID...: their user + system clock ticks
 }
 HZ=$(getconf CLK_TCK)
 
-# read_net: the bytes of every file by CURL_PAR ranged GETs in all; prints
-# the reader's CPU-seconds
+# wait_all PID...: wait for each; fails if any failed
+wait_all() {
+	local p rc=0
+	for p in "$@"; do wait "$p" || rc=1; done
+	return "$rc"
+}
+# read_net: the bytes of every file by CURL_PAR ranged GETs in all
 read_net() {
 	local per=$(((CURL_PAR + READERS - 1) / READERS)) i k a b part pids=()
 	part=$(((FILE_BYTES + per - 1) / per))
@@ -97,7 +106,7 @@ read_net() {
 			pids+=($!)
 		done
 	done
-	wait "${pids[@]}"
+	wait_all "${pids[@]}" || die "a read failed"
 }
 # read_mnt: every file through the mount, at once
 read_mnt() {
@@ -106,7 +115,7 @@ read_mnt() {
 		dd if="$MNT/cold/f$i" of=/dev/null bs=1M status=none &
 		pids+=($!)
 	done
-	wait "${pids[@]}"
+	wait_all "${pids[@]}" || die "a read failed"
 }
 # children_cpu: CPU-seconds of this shell's reaped children so far (times
 # run here, not in a subshell, which has children of its own)
@@ -136,8 +145,8 @@ one() {
 	# shellcheck disable=SC2086
 	s1=$(ticks $server_pids); p1=$(ticks "$proxy_pid"); g1=$(proxy_stat object_GET)
 	if [ "$row" != network ]; then
+		sleep 1   # the SSD writer's tail is the read's cost too
 		d1=$(ticks "$pid")
-		sleep 1
 		"$bin" unmount "$MNT" >/dev/null 2>&1 || umount -l "$MNT"
 		wait "$pid" || true
 		pid=
@@ -194,7 +203,7 @@ cp "$WORK/runs" "$OUT/runs.txt"
 	echo
 	echo "CPU columns are means over the runs; the network row's reader is its curls."
 	echo
-	echo "Command: \`${TIERFS_BENCH_MOUNT_OPTS:+TIERFS_BENCH_MOUNT_OPTS=\"$TIERFS_BENCH_MOUNT_OPTS\" }COLD_MIB=$MIB COLD_READERS=$READERS COLD_RUNS=$RUNS COLD_MODES=\"${MODES[*]}\"${BASE:+ COLD_BASE=$BASE} $CMDLINE\`"
+	echo "Command: \`${TIERFS_BENCH_MOUNT_OPTS:+TIERFS_BENCH_MOUNT_OPTS=\"$TIERFS_BENCH_MOUNT_OPTS\" }COLD_MIB=$MIB COLD_READERS=$READERS COLD_RUNS=$RUNS COLD_MODES=\"${MODES[*]}\" COLD_LATENCY_MS=$LATENCY_MS COLD_BANDWIDTH=$BANDWIDTH COLD_CURL_PAR=$CURL_PAR${BASE:+ COLD_BASE=$BASE} $CMDLINE\`"
 	echo
 	awk -v a="$T_START" -v b="$(now)" 'BEGIN { printf "Took %.0f s.\n", b - a }'
 } >"$OUT/cold.md"
