@@ -954,6 +954,45 @@ Test(fs_ra, read_ahead_left_by_closed_readers_does_not_stop_the_next)
 		      (unsigned long long)(after.v[TFS_C_RA_ISSUED] - before.v[TFS_C_RA_ISSUED]));
 }
 
+/* A stream's first read-ahead window comes in parts, as the reader's own
+ * miss does: the reader catches up with it while the window widens.
+ * Further on one GET a chunk.  4 MiB chunks (two parts of the 2 MiB
+ * minimum), a window of two chunks: chunk 0 is the reader's miss and
+ * chunks 1 and 2 lie within the first window (2 GETs each), chunks 3-7
+ * are fetched ahead in one GET each.  The reader waits for the
+ * read-ahead after every read, so no chunk is its own miss but the
+ * first. */
+Test(fs_ra, a_streams_first_window_comes_in_parts_then_one_get_a_chunk, .timeout = 60)
+{
+	const size_t big = 4u << 20;
+	struct fs_config c = {
+		.store = &store->base, .prefix = "", .metadata_ttl_ms = 60000,
+		.chunk_size = big, .ram_bytes = 16 * big, .uid = 1, .gid = 2,
+		.file_mode = 0444, .dir_mode = 0555, .parallel_gets = 2,
+		.read_ahead = 2 * big, .read_ahead_files = 4, .read_ahead_mem = 8 * big,
+		.read_ahead_threads = 4,
+	};
+	uint64_t ino;
+	struct fs_file *f;
+	bool keep;
+	int gets;
+
+	put_pattern("mid", 8 * big, 23);
+	fs = fs_new(&c);
+	cr_assert_not_null(fs);
+	ino = lookup(FS_ROOT_INO, "mid", TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	gets = store->gets;
+	for (uint64_t off = 0; off < 8 * big; off += big / 4) {
+		read_all_check(f, off, big / 4, 23, big / 4);
+		ra_idle();
+	}
+	cr_expect_eq(store->gets - gets, 2 + 2 * 2 + 5,
+		     "chunk 0 and the first window in 2 parts, the rest in one GET: %d GETs",
+		     store->gets - gets);
+	fs_release(fs, f);
+}
+
 Test(fs_ra, random_reader_reads_nothing_ahead)
 {
 	struct tfs_counters cs;
