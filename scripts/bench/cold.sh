@@ -81,12 +81,6 @@ done
 server_pids=$(pgrep -f "(radosgw|ceph-osd) -c $RGW_DIR/" | tr '\n' ' ' || true)
 [ -n "$server_pids" ] || die "no radosgw process found under $RGW_DIR"
 
-ticks() {   # PID...: their user + system clock ticks
-	local p t=0
-	for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
-	echo "$t"
-}
-HZ=$(getconf CLK_TCK)
 
 # wait_all PID...: wait for each; fails if any failed
 wait_all() {
@@ -117,13 +111,6 @@ read_mnt() {
 	done
 	wait_all "${pids[@]}" || die "a read failed"
 }
-# children_cpu: CPU-seconds of this shell's reaped children so far (times
-# run here, not in a subshell, which has children of its own)
-children_cpu() {
-	times >"$WORK/times"
-	awk 'END { gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4 }' "$WORK/times"
-}
-
 # one ROW BIN MODE: one timed read; appends "ROW MODE MIBS SERVER PROXY DAEMON CLIENT GETS"
 one() {
 	local row=$1 bin=$2 mode=$3 t0 t1 s0 s1 p0 p1 d0=0 d1=0 c0 c1 g0 g1 cache=()
@@ -134,29 +121,29 @@ one() {
 			"${EXTRA[@]}" >>"$LOGS/tierfs.$row.log" 2>&1 &
 		pid=$!
 		bench_mounted || die "$row did not mount: $(tail -n 5 "$LOGS/tierfs.$row.log")"
-		d0=$(ticks "$pid")
+		d0=$(cpu_of "$pid")
 	fi
 	drop_caches
 	# shellcheck disable=SC2086
-	s0=$(ticks $server_pids); p0=$(ticks "$proxy_pid"); g0=$(proxy_stat object_GET)
-	children_cpu >"$WORK/c0"; t0=$(now)
+	s0=$(cpu_of $server_pids); p0=$(cpu_of "$proxy_pid"); g0=$(proxy_stat object_GET)
+	times >"$WORK/times.0"; t0=$(now)
 	if [ "$row" = network ]; then read_net; else read_mnt; fi
-	t1=$(now); children_cpu >"$WORK/c1"; c0=$(cat "$WORK/c0"); c1=$(cat "$WORK/c1")
+	t1=$(now); times >"$WORK/times.1"; c0=$(times_secs "$WORK/times.0"); c1=$(times_secs "$WORK/times.1")
 	# shellcheck disable=SC2086
-	s1=$(ticks $server_pids); p1=$(ticks "$proxy_pid"); g1=$(proxy_stat object_GET)
+	s1=$(cpu_of $server_pids); p1=$(cpu_of "$proxy_pid"); g1=$(proxy_stat object_GET)
 	if [ "$row" != network ]; then
 		sleep 1   # the SSD writer's tail is the read's cost too
-		d1=$(ticks "$pid")
+		d1=$(cpu_of "$pid")
 		"$bin" unmount "$MNT" >/dev/null 2>&1 || umount -l "$MNT"
 		wait "$pid" || true
 		pid=
 	fi
-	awk -v r="$row" -v m="$mode" -v t0="$t0" -v t1="$t1" -v b="$BYTES" -v hz="$HZ" \
-		-v s=$((s1 - s0)) -v p=$((p1 - p0)) -v d=$((d1 - d0)) -v c0="$c0" -v c1="$c1" \
+	awk -v r="$row" -v m="$mode" -v t0="$t0" -v t1="$t1" -v b="$BYTES" -v s0="$s0" -v s1="$s1" \
+		-v p0="$p0" -v p1="$p1" -v d0="$d0" -v d1="$d1" -v c0="$c0" -v c1="$c1" \
 		-v g=$((g1 - g0)) 'BEGIN {
 		gib = b / 1073741824
 		printf "%s %s %.1f %.3f %.3f %.3f %.3f %.1f\n", r, m, b / 1048576 / (t1 - t0),
-			s / hz / gib, p / hz / gib, d / hz / gib, (c1 - c0) / gib, g / gib }' >>"$WORK/runs"
+			(s1 - s0) / gib, (p1 - p0) / gib, (d1 - d0) / gib, (c1 - c0) / gib, g / gib }' >>"$WORK/runs"
 }
 
 T_START=$(now)

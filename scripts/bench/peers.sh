@@ -311,9 +311,8 @@ timed() {
 	out=$(timeout -k 10 "$STEP_TIMEOUT" bash -o pipefail -c '"$@"' _ "$@" 2>"$WORK/step.err") || rc=$?
 	SECS[$r,$c]=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')
 	times >"$WORK/times.1"
-	CPU_CLIENT[$r,$c]=$(awk 'FNR == 2 { for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t[FILENAME] += p[1] * 60 + p[2] } }
-		END { for (f in t) if (f ~ /\.1$/) b = t[f]; else a = t[f]; printf "%.3f", b - a }' \
-		"$WORK/times.0" "$WORK/times.1")
+	CPU_CLIENT[$r,$c]=$(awk -v a="$(times_secs "$WORK/times.0")" -v b="$(times_secs "$WORK/times.1")" \
+		'BEGIN { printf "%.3f", b - a }')
 	CPU_DAEMON[$r,$c]=$(awk -v a="$d0" -v b="$(cpu_daemon)" 'BEGIN { printf "%.3f", b - a }')
 	sed "s/^/$c $r: /" "$WORK/step.err" >>"$LOGS/client.log"
 	SUM[$r,$c]=$out
@@ -327,12 +326,7 @@ timed() {
 # cpu_daemon: CPU seconds (user + system, with its reaped children) of
 # the mounted tool's daemon so far; 0 with none (the limits' columns).
 cpu_daemon() {
-	if [ -n "${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
-		# fields after the ")" that ends the command name: utime is the 12th
-		sed 's/.*) //' "/proc/$pid/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13 + $14 + $15) / hz }'
-	else
-		echo 0
-	fi
+	if [ -n "${pid:-}" ]; then cpu_of "$pid"; else echo 0; fi
 }
 declare -A CPU_CLIENT CPU_DAEMON
 fail_note() { NOTE[$1,$2]="${NOTE[$1,$2]:+${NOTE[$1,$2]}; }$3"; log "$2: $1: FAIL: $3"; }

@@ -25,6 +25,20 @@ secs_of() { local t0; t0=$(now); "$@"; awk -v a="$t0" -v b="$(now)" 'BEGIN { pri
 mibs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
 # median: of the numbers on stdin, one per line.
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# cpu_of PID...: CPU seconds (user + system, their reaped children's too)
+# of the processes so far; one that is gone counts 0.
+cpu_of() {
+	local p
+	# fields after the ")" that ends the command name: utime is the 12th
+	for p in "$@"; do if [ -r "/proc/$p/stat" ]; then sed 's/.*) //' "/proc/$p/stat"; fi; done |
+		awk -v hz="$(getconf CLK_TCK)" '{ t += $12 + $13 + $14 + $15 } END { printf "%.3f\n", t / hz }'
+}
+# times_secs FILE: the CPU seconds of a shell's reaped children in FILE,
+# the output of bash's times run in that shell (not in a $(...) subshell,
+# which has children of its own): "times >FILE".
+times_secs() {
+	awk 'END { gsub(/[ms]/, " "); printf "%.3f\n", $1 * 60 + $2 + $3 * 60 + $4 }' "$1"
+}
 # stat_of NAME: the daemon's counter NAME from a fresh SIGUSR1 stats line
 # (the daemon's PID in $pid, its log in $LOG).
 stat_of() {
