@@ -123,7 +123,7 @@ size_t chunk_cache_chunk_len(const struct chunk_cache *cc, uint64_t size, uint64
  * any other fetch ahead is one GET.  Parts cut one chunk's wait, but each
  * is a request the store serves and bills: a sequential reader's fetches
  * ahead at full width keep several GETs in flight anyway, and 2 MiB parts
- * made a cold 2 GiB read cost 1,024 GETs instead of about 260, and the
+ * made a cold 2 GiB read cost 1,024 GETs instead of about 285, and the
  * server a third more CPU per GiB (benchmarks.md, "Cold sequential
  * reads: GETs and CPU"). */
 static int store_get_at(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,

@@ -153,10 +153,13 @@ static void *meddler(void *arg)
 		uint64_t sz[] = { objs[o].size }, would;
 
 		switch (next(&s) % 8) {
-		case 0:
-			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, next(&s) % 2, NULL,
-						   NULL);
+		case 0: {
+			/* one draw each, in this order (arguments have none) */
+			bool epoch = next(&s) % 2, near = next(&s) % 2;
+
+			(void)chunk_cache_prefetch(cc, &objs[o], idx, epoch, near, NULL, NULL);
 			break;
+		}
 		case 1:   /* a fetch ahead that may be withdrawn once it holds its slot */
 			(void)chunk_cache_prefetch(cc, &objs[o], idx, next(&s) % 2, false, coin, &s);
 			break;
