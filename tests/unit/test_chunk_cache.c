@@ -765,6 +765,46 @@ Test(chunk_cache, a_reader_waits_for_parts_a_fetch_ahead_is_one_get)
 	chunk_cache_free(cc);
 }
 
+/* An operator's warm is waited for: its chunk comes in parts, into RAM
+ * or straight to SSD, and holds the object's bytes. */
+Test(chunk_cache, a_warm_is_waited_for_and_comes_in_parts)
+{
+	const size_t big = 4 * STORE_FETCH_PART_MIN;
+	struct chunk_cache_config c = { .store = NULL, .parallel_gets = 4,
+					.ram_bytes = 5 * big, .chunk_size = big };
+	struct chunk_obj o = obj("obj/warm", "\"v1\"", 2 * big);
+	char path[128], err[512];
+	struct ssd_tier *ssd = NULL;
+	struct chunk_cache *cc;
+	struct store s;
+	bool fetched;
+	int before;
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config cfg = { .dir = path, .owner = "test bucket ",
+				       .capacity = 4 * big, .chunk_size = big, .queue_max = 8,
+				       .policy = EVICT_TINYLFU };
+	cr_assert_eq(ssd_tier_open(&cfg, &ssd, err, sizeof(err)), TFS_OK, "%s", err);
+	store_init(&s, 9);
+	c.store = &s.base;
+	c.ssd = ssd;
+	cc = chunk_cache_new(&c);
+	cr_assert_not_null(cc);
+	cr_assert_eq(chunk_cache_warm(cc, &o, 0, PIN_RAM, &fetched), TFS_OK);
+	cr_expect(fetched);
+	cr_expect_eq(s.fetches, 4, "a warm into RAM took %d GETs", (int)s.fetches);
+	before = s.fetches;
+	cr_assert_eq(chunk_cache_warm(cc, &o, 1, PIN_SSD, &fetched), TFS_OK);
+	cr_expect(fetched);
+	cr_expect_eq(s.fetches - before, 4, "a warm to SSD took %d GETs", (int)s.fetches - before);
+	chunk_cache_flush(cc);
+	range_ok(cc, &s, &o, big, 0, 0, big, false);   /* from RAM */
+	range_ok(cc, &s, &o, big, 1, 0, big, true);    /* from SSD */
+	cr_expect_eq(s.fetches, 8, "the warmed chunks were fetched again");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
 /* ---- random readers: the blocks they ask for, not whole chunks ------- */
 
 #define RCS (16 * PART_BLOCK)   /* chunks of 16 blocks */
