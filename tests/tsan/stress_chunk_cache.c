@@ -1,7 +1,8 @@
 /* stress_chunk_cache.c - tierfs-stress-cache: many threads through one
  * chunk cache (RAM tier small enough to churn, a real SSD tier with its
- * writer thread and RocksDB index, a fake store with parallel part GETs,
- * blocks kept for random readers in a bound that lets them go), every
+ * writer thread and RocksDB index, blocks kept for random readers in a
+ * bound that lets them go; beside it, chunks big enough to come in
+ * parallel part GETs, through a cache of their own), every
  * byte checked, while other threads prefetch, evict, warm, pin and read
  * the counters.  Built in every build; scripts/test.sh runs it in
  * the ThreadSanitizer build (build-tsan), where Criterion cannot run (its
@@ -22,10 +23,13 @@
 #include "../unit/fake_objstore.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
+#include "tiers/store_fetch.h"
 
 #define CS (4 * PART_BLOCK)
 #define OBJECTS 24
 #define READERS 6
+#define PARTS_READERS 2
+#define BIG_CS (3 * (size_t)STORE_FETCH_PART_MIN)   /* fetched in three part GETs */
 
 struct store {
 	struct objstore base;        /* first member */
@@ -49,7 +53,7 @@ static int store_get_range(struct objstore *os, const char *key, const char *if_
 static const struct objstore_ops store_ops = { .get_range = store_get_range };
 
 static struct store store = { .base.ops = &store_ops };
-static struct chunk_cache *cc;
+static struct chunk_cache *cc, *big_cc;
 static char keys[OBJECTS][16];
 static struct chunk_obj objs[OBJECTS];
 static atomic_bool stop;
@@ -131,6 +135,50 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* Whole chunks of BIG_CS, each fetched in three part GETs, two of them
+ * on threads of their own: two such readers share a cache of their own
+ * and evict the object after each get, so most gets are fetches, some
+ * waiting on the other's.  A sample of each chunk's bytes checked. */
+static void *parts_reader(void *arg)
+{
+	struct chunk_obj o = { "k1", "\"e\"", "\"e\"", 2 * BIG_CS - 5 };
+	uint64_t idx = (uintptr_t)arg % 2;
+	struct chunk_cache_evicted ev = { 0 };
+	const struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+	while (!atomic_load(&stop)) {
+		struct chunk_ref *r;
+		const unsigned char *p;
+		size_t len;
+		int rc = chunk_cache_get(big_cc, &o, idx, &r);
+
+		if (rc != TFS_OK) {
+			fprintf(stderr, "get of a big chunk #%llu: %s\n", (unsigned long long)idx,
+				tfs_strerror(rc));
+			atomic_fetch_add(&bad, 1);
+			break;
+		}
+		p = chunk_ref_data(r);
+		len = chunk_ref_len(r);
+		if (len != chunk_cache_chunk_len(big_cc, o.size, idx))
+			atomic_fetch_add(&bad, 1);
+		for (size_t i = 0; i < len; i += 4093)
+			if (p[i] != fake_byte(1, idx * BIG_CS + i)) {
+				atomic_fetch_add(&bad, 1);
+				break;
+			}
+		if (len && p[len - 1] != fake_byte(1, idx * BIG_CS + len - 1))
+			atomic_fetch_add(&bad, 1);
+		chunk_cache_read_done(big_cc, r);
+		chunk_ref_put(r);
+		atomic_fetch_add(&reads, 1);
+		chunk_cache_evict(big_cc, &o, PIN_RAM, &ev);   /* the next get fetches */
+		idx ^= 1;
+		nanosleep(&pause, NULL);   /* the main readers keep most of the CPU */
+	}
+	return NULL;
+}
+
 /* chunk_cache_wanted_fn: yes or no at random (arg: the caller's state). */
 static bool coin(void *arg)
 {
@@ -192,7 +240,7 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 10;
 	char dir[] = "/tmp/tierfs-stress-XXXXXX", path[64], err[512], cmd[96];
 	struct ssd_tier *ssd = NULL;
-	pthread_t th[READERS + 2];
+	pthread_t th[READERS + 2 + PARTS_READERS];
 
 	if (!mkdtemp(dir))
 		return 2;
@@ -207,8 +255,11 @@ int main(int argc, char **argv)
 	struct chunk_cache_config c = { .store = &store.base, .parallel_gets = 3,
 					.ram_bytes = 12u * CS, .chunk_size = CS, .ssd = ssd,
 					.part_bytes = 2u * CS };
+	struct chunk_cache_config bc = { .store = &store.base, .parallel_gets = 3,
+					 .ram_bytes = BIG_CS, .chunk_size = BIG_CS };
 	cc = chunk_cache_new(&c);
-	if (!cc)
+	big_cc = chunk_cache_new(&bc);
+	if (!cc || !big_cc)
 		return 2;
 	for (unsigned i = 0; i < OBJECTS; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "k%u", i);
@@ -219,12 +270,15 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, reader, (void *)i);
 	for (uintptr_t i = 0; i < 2; i++)
 		pthread_create(&th[READERS + i], NULL, meddler, (void *)i);
+	for (uintptr_t i = 0; i < PARTS_READERS; i++)
+		pthread_create(&th[READERS + 2 + i], NULL, parts_reader, (void *)i);
 	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
 	nanosleep(&ts, NULL);
 	atomic_store(&stop, true);
-	for (int i = 0; i < READERS + 2; i++)
+	for (int i = 0; i < READERS + 2 + PARTS_READERS; i++)
 		pthread_join(th[i], NULL);
 	chunk_cache_free(cc);
+	chunk_cache_free(big_cc);
 	ssd_tier_close(ssd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
