@@ -11,7 +11,12 @@
 # the reader share the cores: every CPU-second one of them spends is one
 # the others do not get, so the table gives each one's CPU-seconds per
 # GiB read (/proc/PID/stat; radosgw with its OSD, the reader from bash's
-# times) beside the speed.
+# times) beside the speed.  With COLD_PIN=1 the store (radosgw, its OSD
+# and monitor) and the emulator run on CPU 0, and the network row's curls,
+# tierfs and its readers on the others: the client side has cores of its
+# own, as it has when the store is a remote service, so the table shows
+# whether tierfs keeps up with the network rather than who wins the
+# shared cores.
 #
 # Each run, for every row, alternated so that drift in the machine's load
 # hits them alike, the page cache dropped before each:
@@ -30,6 +35,8 @@
 #   COLD_MODES ("cache-dir ram")  cache-dir: --cache-dir on the disk; ram: none
 #   COLD_BASE                a tierfs binary to compare with (unset: none)
 #   COLD_LATENCY_MS (20), COLD_BANDWIDTH (90000000), COLD_CURL_PAR (16)
+#   COLD_PIN (0)             1: the store and the emulator on CPU 0, the
+#                            client side on the other CPUs (needs 2 or more)
 #   RGW_OBJECTSTORE (bluestore)   memstore keeps the store's bytes off the
 #                            disk the cache writes to
 #   TIERFS_BENCH_MOUNT_OPTS  extra tierfs mount options
@@ -49,6 +56,7 @@ BASE=${COLD_BASE:-}
 LATENCY_MS=${COLD_LATENCY_MS:-20}
 BANDWIDTH=${COLD_BANDWIDTH:-90000000}
 CURL_PAR=${COLD_CURL_PAR:-16}
+PIN=${COLD_PIN:-0}
 # shellcheck disable=SC2206
 EXTRA=(${TIERFS_BENCH_MOUNT_OPTS:-})
 
@@ -60,6 +68,13 @@ for v in LATENCY_MS BANDWIDTH; do   # 0: unshaped
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number"
 done
 [ $((MIB % READERS)) = 0 ] || die "COLD_MIB must be a multiple of COLD_READERS"
+case $PIN in 0 | 1) ;; *) die "COLD_PIN must be 0 or 1" ;; esac
+CLIENT=()   # the client side's command prefix
+if [ "$PIN" = 1 ]; then
+	[ "$(nproc)" -ge 2 ] || die "COLD_PIN=1 needs 2 or more CPUs"
+	command -v taskset >/dev/null || die "COLD_PIN=1 needs taskset (util-linux)"
+	CLIENT=(taskset -c "1-$(($(nproc) - 1))")
+fi
 for m in "${MODES[@]}"; do
 	case $m in cache-dir | ram) ;; *) die "COLD_MODES: '$m' is not cache-dir or ram" ;; esac
 done
@@ -80,6 +95,11 @@ for ((i = 0; i < READERS; i++)); do
 done
 server_pids=$(pgrep -f "(radosgw|ceph-osd) -c $RGW_DIR/" | tr '\n' ' ' || true)
 [ -n "$server_pids" ] || die "no radosgw process found under $RGW_DIR"
+if [ "$PIN" = 1 ]; then
+	for p in $(pgrep -f "(radosgw|ceph-osd|ceph-mon) -c $RGW_DIR/") "$proxy_pid"; do
+		taskset -a -p -c 0 "$p" >/dev/null || die "cannot pin process $p to CPU 0"
+	done
+fi
 
 
 # wait_all PID...: wait for each; fails if any failed
@@ -96,7 +116,7 @@ read_net() {
 		for ((k = 0; k < per; k++)); do
 			a=$((k * part)); b=$((a + part - 1)); [ "$b" -lt "$FILE_BYTES" ] || b=$((FILE_BYTES - 1))
 			[ "$a" -lt "$FILE_BYTES" ] || break
-			curl -K "$WORK/curl.cfg" -r "$a-$b" -o /dev/null "$PROXY/bench/cold/f$i" &
+			"${CLIENT[@]}" curl -K "$WORK/curl.cfg" -r "$a-$b" -o /dev/null "$PROXY/bench/cold/f$i" &
 			pids+=($!)
 		done
 	done
@@ -106,7 +126,7 @@ read_net() {
 read_mnt() {
 	local i pids=()
 	for ((i = 0; i < READERS; i++)); do
-		dd if="$MNT/cold/f$i" of=/dev/null bs=1M status=none &
+		"${CLIENT[@]}" dd if="$MNT/cold/f$i" of=/dev/null bs=1M status=none &
 		pids+=($!)
 	done
 	wait_all "${pids[@]}" || die "a read failed"
@@ -117,7 +137,7 @@ one() {
 	if [ "$row" != network ]; then
 		rm -rf "$WORK/cache"
 		[ "$mode" = cache-dir ] && mkdir -p "$WORK/cache" && cache=(--cache-dir "$WORK/cache")
-		"$bin" mount s3://bench "$MNT" -f --endpoint "$PROXY" --path-style "${cache[@]}" \
+		"${CLIENT[@]}" "$bin" mount s3://bench "$MNT" -f --endpoint "$PROXY" --path-style "${cache[@]}" \
 			"${EXTRA[@]}" >>"$LOGS/tierfs.$row.log" 2>&1 &
 		pid=$!
 		bench_mounted || die "$row did not mount: $(tail -n 5 "$LOGS/tierfs.$row.log")"
@@ -164,6 +184,7 @@ cp "$WORK/runs" "$OUT/runs.txt"
 	echo "$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -r)."
 	echo "$READERS file(s) of $((MIB / READERS)) MiB read at once, $RUNS runs; the emulator: ${LATENCY_MS} ms to first byte, ${BANDWIDTH} B/s per connection; store on ${RGW_OBJECTSTORE:-bluestore}."
 	[ -z "$BASE" ] || echo "base: $BASE"
+	[ "$PIN" = 0 ] || echo "Pinned: the store and the emulator on CPU 0; the curls, tierfs and its readers on CPUs 1-$(($(nproc) - 1))."
 	[ ${#EXTRA[@]} = 0 ] || echo "extra mount options: ${EXTRA[*]}"
 	echo
 	echo "| row | mode | MiB/s, each run | median | of the network | CPU-s per GiB: server | emulator | daemon | reader | GETs per GiB |"
@@ -190,7 +211,7 @@ cp "$WORK/runs" "$OUT/runs.txt"
 	echo
 	echo "CPU columns are means over the runs; the network row's reader is its curls."
 	echo
-	echo "Command: \`${TIERFS_BENCH_MOUNT_OPTS:+TIERFS_BENCH_MOUNT_OPTS=\"$TIERFS_BENCH_MOUNT_OPTS\" }COLD_MIB=$MIB COLD_READERS=$READERS COLD_RUNS=$RUNS COLD_MODES=\"${MODES[*]}\" COLD_LATENCY_MS=$LATENCY_MS COLD_BANDWIDTH=$BANDWIDTH COLD_CURL_PAR=$CURL_PAR${BASE:+ COLD_BASE=$BASE} $CMDLINE\`"
+	echo "Command: \`${TIERFS_BENCH_MOUNT_OPTS:+TIERFS_BENCH_MOUNT_OPTS=\"$TIERFS_BENCH_MOUNT_OPTS\" }COLD_MIB=$MIB COLD_READERS=$READERS COLD_RUNS=$RUNS COLD_MODES=\"${MODES[*]}\" COLD_LATENCY_MS=$LATENCY_MS COLD_BANDWIDTH=$BANDWIDTH COLD_CURL_PAR=$CURL_PAR COLD_PIN=$PIN${BASE:+ COLD_BASE=$BASE} $CMDLINE\`"
 	echo
 	awk -v a="$T_START" -v b="$(now)" 'BEGIN { printf "Took %.0f s.\n", b - a }'
 } >"$OUT/cold.md"
