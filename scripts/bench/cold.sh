@@ -102,12 +102,6 @@ if [ "$PIN" = 1 ]; then
 fi
 
 
-# wait_all PID...: wait for each; fails if any failed
-wait_all() {
-	local p rc=0
-	for p in "$@"; do wait "$p" || rc=1; done
-	return "$rc"
-}
 # read_net: the bytes of every file by CURL_PAR ranged GETs in all
 read_net() {
 	local per=$(((CURL_PAR + READERS - 1) / READERS)) i k a b part pids=()

@@ -216,13 +216,12 @@ rd_big() { dd if="$1/big" bs=1M status=none | cksum; }
 # shellcheck disable=SC2011
 rd_small() { cd "$1/small" && ls | xargs -r -d '\n' cat | cksum; }
 rd_par() {
-	local dir=$1 n=$2 i rc=0 pids=()
+	local dir=$1 n=$2 i pids=()
 	for ((i = 0; i < n; i++)); do
 		dd if="$dir/par/$(printf "p%0${3}d" "$i")" bs=1M status=none | cksum >"$4.$i" &
 		pids+=($!)
 	done
-	for i in "${pids[@]}"; do wait "$i" || rc=1; done
-	[ "$rc" = 0 ] && for ((i = 0; i < n; i++)); do cat "$4.$i"; done
+	wait_all "${pids[@]}" && for ((i = 0; i < n; i++)); do cat "$4.$i"; done
 }
 rd_fio() {   # DIR MIB SECS BS
 	fio --name=peers --filename="$1/big" --readonly --rw=randread --bs="$4" --size="${2}M" \
@@ -245,7 +244,7 @@ rd_lsR() {
 }
 rd_perm() { cd "$1/ds" && xargs -r -d '\n' cat <"$2" | cksum; }
 net_big() {   # URL BYTES PAR: ranged GETs at once; prints the bytes received
-	local url=$1 bytes=$2 par=$3 i a b part pids=() rc=0 tot=0
+	local url=$1 bytes=$2 par=$3 i a b part pids=() tot=0
 	part=$(((bytes + par - 1) / par))
 	for ((i = 0; i < par; i++)); do
 		a=$((i * part)); b=$((a + part - 1)); [ "$b" -lt "$bytes" ] || b=$((bytes - 1))
@@ -253,8 +252,7 @@ net_big() {   # URL BYTES PAR: ranged GETs at once; prints the bytes received
 		curl -K "$4" -r "$a-$b" -o /dev/null -w '%{size_download}\n' "$url" >"$5.$i" &
 		pids+=($!)
 	done
-	for i in "${pids[@]}"; do wait "$i" || rc=1; done
-	[ "$rc" = 0 ] || return 1
+	wait_all "${pids[@]}" || return 1
 	for ((i = 0; i < ${#pids[@]}; i++)); do tot=$((tot + $(cat "$5.$i"))); done
 	echo "$tot"
 }
@@ -262,7 +260,7 @@ net_small() {   # CURLCFG LISTCFG PAR: one curl, PAR transfers at once
 	curl -K "$1" -K "$2" --parallel --parallel-max "$3" --no-progress-meter \
 		-w '%{http_code} %{size_download}\n' | sort | uniq -c
 }
-export -f rd_big rd_small rd_par rd_fio rd_sample rd_find rd_lsR rd_perm net_big net_small
+export -f wait_all rd_big rd_small rd_par rd_fio rd_sample rd_find rd_lsR rd_perm net_big net_small
 
 # ---- rows, results ----
 declare -A LABEL SHORT UNIT BYTES SECS VAL SUM CHECK NOTE

@@ -18,11 +18,11 @@
 #   mount, and cat of the cache's files themselves from the same disk.
 #   Goal: ratio >= 0.8.
 # RAM by passthrough: a mount whose --cache-dir is on a tmpfs (page cache
-#   on only; --ram-size 64M).  After a cold read the object's file is in RAM, and opens
-#   are handed to the kernel, which reads that file with no copy through
-#   the daemon (chunks the writer dropped meanwhile are read again first).
-#   RUNS times, page cache dropped before each: dd through the mount, and
-#   dd of the tmpfs copy.  Goal, as for the RAM tier: 0.7.
+#   on only; --ram-size 64M).  After a cold read the object's file is in
+#   RAM, and opens are handed to the kernel, which reads that file with no
+#   copy through the daemon (chunks the writer dropped meanwhile are read
+#   again first).  RUNS times, page cache dropped before each: dd through
+#   the mount, and dd of the tmpfs copy.  Goal, as for the RAM tier: 0.7.
 # The daemon's GET counter (SIGUSR1 stats line) is checked: a warm read
 # that sent a GET is reported as an error, not a number.
 # Extra mount options: TIERFS_BENCH_MOUNT_OPTS (e.g. "--chunk-size 16M").

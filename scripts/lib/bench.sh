@@ -33,6 +33,13 @@ cpu_of() {
 	for p in "$@"; do if [ -r "/proc/$p/stat" ]; then sed 's/.*) //' "/proc/$p/stat"; fi; done |
 		awk -v hz="$(getconf CLK_TCK)" '{ t += $12 + $13 + $14 + $15 } END { printf "%.3f\n", t / hz }'
 }
+# wait_all PID...: wait for each of this shell's children; fails if any
+# failed (after waiting for all of them).
+wait_all() {
+	local p rc=0
+	for p in "$@"; do wait "$p" || rc=1; done
+	return "$rc"
+}
 # times_secs FILE: the CPU seconds of a shell's reaped children in FILE,
 # the output of bash's times run in that shell (not in a $(...) subshell,
 # which has children of its own): "times >FILE".
