@@ -61,6 +61,8 @@ enum tfs_counter_unit { TFS_CU_COUNT, TFS_CU_BYTES, TFS_CU_BOOL };
 	  "Chunks dropped instead of stored.", "dropped") \
 	X(spilled, TFS_CK_COUNT, TFS_CU_COUNT, "tier_spilled_total", \
 	  "Readers' chunks copied to wait for a writer that was behind.", "spilled") \
+	X(resaved, TFS_CK_COUNT, TFS_CU_COUNT, "tier_resaved_total", \
+	  "Of the dropped chunks, those stored when offered again.", "resaved") \
 	X(rejected, TFS_CK_COUNT, TFS_CU_COUNT, "tier_rejected_total", \
 	  "Chunks the admission policy refused.", "rejected") \
 	X(waits, TFS_CK_COUNT, TFS_CU_COUNT, "tier_waits_total", \

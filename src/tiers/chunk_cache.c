@@ -47,6 +47,7 @@ struct chunk_cache {
 	atomic_uint_fast64_t forgot[FORGOT_SLOTS];
 };
 
+static ram_tier_unsaved_fn unsaved_evicted;
 
 struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 {
@@ -77,8 +78,10 @@ struct chunk_cache *chunk_cache_new(const struct chunk_cache_config *cfg)
 	ram_tier_set_pins(cc->ram, cc->pins);
 	cc->ssd = cfg->ssd;
 	cc->shared = cfg->shared;
-	if (cc->ssd)
+	if (cc->ssd) {
 		ssd_tier_set_pins(cc->ssd, cc->pins);
+		ram_tier_set_unsaved_evicted(cc->ram, unsaved_evicted, cc);
+	}
 	return cc;
 }
 
@@ -188,14 +191,6 @@ static int chain_fill(struct chunk_cache *cc, const struct chunk_obj *o,
 	return rc;
 }
 
-/* A reader's RAM hit on chunk id (r): the first on a chunk a fetch ahead
- * brought is the access the tier below did not see at the fill. */
-static void reader_hit(struct chunk_cache *cc, const struct chunk_id *id, struct chunk_ref *r)
-{
-	if (cc->ssd && chunk_ref_first_read(r))
-		ssd_tier_access(cc->ssd, id);
-}
-
 static void release_ref(void *ref)
 {
 	chunk_ref_put(ref);
@@ -222,20 +217,57 @@ static void release_ref_written(void *ref)
  * and a fetch ahead waits for room below the first. */
 enum wb_mode { WB_READER, WB_WAIT, WB_AHEAD };
 
+/* Chunk id (ref, the caller's) to the SSD tier, as wb says; again: a
+ * reader's chunk offered once more.  A reader's chunk that the writer is
+ * too far behind to take is marked unsaved in RAM, and offered again at
+ * its next reader's hit (reader_hit) or, at the latest, when RAM evicts
+ * it (unsaved_evicted): a burst that outran the writer is not fetched
+ * again later while RAM still held it when the writer caught up.
+ * Other refusals (already stored, degraded, the policy) are final;
+ * every one is released and counted by the tier. */
+static void ssd_behind(struct chunk_cache *cc, const struct chunk_id *id, struct chunk_ref *ref,
+		       enum wb_mode wb, bool again)
+{
+	struct chunk_ref *d = chunk_ref_dup(ref);
+	const void *data = chunk_ref_data(d);
+	size_t len = chunk_ref_len(d);
+
+	if (wb == WB_AHEAD)
+		(void)ssd_tier_store_ahead(cc->ssd, id, data, len, release_ref_written, d);
+	else if (wb == WB_WAIT)
+		(void)ssd_tier_store_wait(cc->ssd, id, data, len, release_ref, d);
+	else if ((again ? ssd_tier_store_again : ssd_tier_store)(cc->ssd, id, data, len,
+								 release_ref, d) == TFS_AGAIN)
+		ram_tier_mark_unsaved(ref);
+}
+
+/* RAM evicted a chunk marked unsaved: its buffer (ours now) is offered
+ * to the SSD tier as one of the writer's copies, or freed. */
+static void unsaved_evicted(void *arg, const struct chunk_id *id, void *buf, size_t len)
+{
+	struct chunk_cache *cc = arg;
+
+	(void)ssd_tier_store_owned(cc->ssd, id, buf, len);
+}
+
+/* A reader's RAM hit on chunk id (r): the first on a chunk a fetch ahead
+ * brought is the access the tier below did not see at the fill; a chunk
+ * the SSD writer could not take yet is offered again. */
+static void reader_hit(struct chunk_cache *cc, const struct chunk_id *id, struct chunk_ref *r)
+{
+	if (!cc->ssd)
+		return;
+	if (chunk_ref_first_read(r))
+		ssd_tier_access(cc->ssd, id);
+	if (chunk_ref_take_unsaved(r))
+		ssd_behind(cc, id, r, WB_READER, true);
+}
+
 static void write_behind(struct chunk_cache *cc, const struct chunk_id *id,
 			 struct chunk_ref *ref, enum wb_mode wb, const struct shared_ticket *t)
 {
-	if (cc->ssd && chunk_ref_len(ref) > 0) {
-		struct chunk_ref *d = chunk_ref_dup(ref);
-		bool (*store)(struct ssd_tier *, const struct chunk_id *, const void *, size_t,
-			      ssd_tier_release_fn, void *) =
-			wb == WB_AHEAD ? ssd_tier_store_ahead :
-			wb == WB_WAIT ? ssd_tier_store_wait : ssd_tier_store;
-
-		/* refused: released, counted */
-		(void)store(cc->ssd, id, chunk_ref_data(d), chunk_ref_len(d),
-			    wb == WB_AHEAD ? release_ref_written : release_ref, d);
-	}
+	if (cc->ssd && chunk_ref_len(ref) > 0)
+		ssd_behind(cc, id, ref, wb, false);
 	if (cc->shared && !t->hit && chunk_ref_len(ref) > 0)
 		shared_tier_put(cc->shared, id, chunk_ref_data(ref), chunk_ref_len(ref), t,
 				wb != WB_READER);

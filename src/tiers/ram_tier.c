@@ -98,6 +98,7 @@ struct chunk_ref {
 	atomic_bool ahead_counted;   /* ahead, and its cap in the tier's ahead_unread (RAM_AHEAD) */
 	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
 	atomic_bool unseen;       /* filled by a fetch ahead, no reader's hit yet (chunk_ref_first_read) */
+	atomic_bool unsaved;      /* the tier below could not take it yet (ram_tier_mark_unsaved) */
 	uint64_t ahead_seq;       /* the tier's ahead_pos when it was issued, its size included */
 	bool overflow;
 	bool on_done;             /* on the done list (under done_lock) */
@@ -157,6 +158,8 @@ struct ram_tier {
 	struct pin_set *pins;           /* the operator's pins (borrowed); NULL = none */
 	void (*room_made)(void *arg);   /* a handed-down copy made room (NULL = nobody asks) */
 	void *room_arg;
+	ram_tier_unsaved_fn *unsaved_fn;   /* takes an evicted unsaved chunk's buffer (NULL = none) */
+	void *unsaved_arg;
 	pthread_mutex_t done_lock;
 	struct chunk_ref *done_top;     /* read through this epoch, newest first */
 	atomic_uint_fast64_t epoch;     /* >= 1 */
@@ -474,6 +477,24 @@ void ram_tier_set_room_made(struct ram_tier *t, void (*fn)(void *arg), void *arg
 	t->room_arg = arg;
 }
 
+void ram_tier_mark_unsaved(struct chunk_ref *r)
+{
+	if (!r->overflow)
+		atomic_store(&r->unsaved, true);
+}
+
+bool chunk_ref_take_unsaved(struct chunk_ref *r)
+{
+	return atomic_load_explicit(&r->unsaved, memory_order_relaxed) &&
+	       atomic_exchange(&r->unsaved, false);
+}
+
+void ram_tier_set_unsaved_evicted(struct ram_tier *t, ram_tier_unsaved_fn *fn, void *arg)
+{
+	t->unsaved_fn = fn;
+	t->unsaved_arg = arg;
+}
+
 void ram_tier_new_epoch(struct ram_tier *t)
 {
 	atomic_fetch_add(&t->epoch, 1);
@@ -679,6 +700,45 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
 	return s->buf && s->cap >= size && s->cap / 2 < size;
 }
 
+/* An evicted chunk the tier below could not take when it was filled
+ * (unsaved), its buffer taken from its slot to be offered once more. */
+struct rescued {
+	void *buf;
+	size_t len;
+	char *key, *etag;
+	uint64_t index;
+};
+#define RESCUE_MAX 4   /* per miss: each is a chunk buffer beyond the capacity */
+
+/* Victim s (evicted, private) gives its buffer, key and version to r[*n]
+ * if it is unsaved and there is someone to take them: a miss that
+ * evicts a chunk the SSD writer was too far behind to take gives it a
+ * second chance, instead of the next read fetching it again.  evict_lock
+ * held. */
+static void slot_rescue(struct ram_tier *t, struct chunk_ref *s, struct rescued *r, unsigned *n)
+{
+	if (!t->unsaved_fn || *n == RESCUE_MAX || !s->buf || !atomic_exchange(&s->unsaved, false))
+		return;
+	r[(*n)++] = (struct rescued){ s->buf, s->len, s->key, s->etag, s->index };
+	atomic_fetch_sub(&t->mem, s->cap);   /* the taker's from now on */
+	s->buf = NULL;
+	s->cap = 0;
+	s->key = NULL;   /* a FREE slot's name is read by nobody; slot_assign names it */
+	s->etag = NULL;
+}
+
+/* Hand the rescued chunks to the taker (no tier lock held). */
+static void rescued_hand(struct ram_tier *t, struct rescued *r, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct chunk_id id = { r[i].key, r[i].etag, r[i].index };
+
+		t->unsaved_fn(t->unsaved_arg, &id, r[i].buf, r[i].len);
+		free(r[i].key);
+		free(r[i].etag);
+	}
+}
+
 /* A slot for a miss on chunk hash h, to be filled in size bytes: a free
  * one, else the policy's victim (evicted), else any evictable slot; then
  * more victims, until the buffers fit the capacity with this one's: the
@@ -702,7 +762,9 @@ static bool buf_fits(const struct chunk_ref *s, size_t size)
 static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id, uint64_t h,
 				    bool ahead, bool epoch, size_t size)
 {
+	struct rescued rs[RESCUE_MAX];
 	struct chunk_ref *s = NULL;
+	unsigned nrs = 0;
 
 	if (epoch && atomic_load(&t->ahead_all) + size + 2 * atomic_load(&t->reader_max) >
 			     t->capacity)
@@ -717,6 +779,8 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 		s->fnext = NULL;
 	} else {
 		s = victim_take(t, id, ahead, epoch, false);
+		if (s)
+			slot_rescue(t, s, rs, &nrs);
 	}
 	if (s && !buf_fits(s, size)) {
 		slot_buf_drop(t, s);
@@ -725,6 +789,7 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 
 			if (!v)
 				break;
+			slot_rescue(t, v, rs, &nrs);
 			if (!s->buf && buf_fits(v, size)) {
 				/* the victim's buffer is this fill's: a buffer
 				 * freed and another allocated would be memory the
@@ -750,6 +815,7 @@ static struct chunk_ref *slot_take(struct ram_tier *t, const struct chunk_id *id
 	if (s)
 		atomic_fetch_add(&t->reserving, 1);
 	pthread_mutex_unlock(&t->evict_lock);
+	rescued_hand(t, rs, nrs);
 	return s;
 }
 
@@ -802,6 +868,7 @@ static int slot_assign(struct ram_tier *t, struct chunk_ref *s, uint64_t h,
 	s->fill_rc = TFS_OK;
 	atomic_store(&s->used, false);
 	atomic_store(&s->unseen, false);
+	atomic_store(&s->unsaved, false);
 	return TFS_OK;
 }
 

@@ -128,6 +128,25 @@ void ram_tier_handed_down(struct chunk_ref *r);
  * found none (NULL: nobody asks).  Set before use. */
 void ram_tier_set_room_made(struct ram_tier *t, void (*fn)(void *arg), void *arg);
 
+/* The tier below could not take chunk r when it was filled (its writer
+ * was behind): r is to be offered again, at its next reader's hit
+ * (chunk_ref_take_unsaved) and, at the latest, when it is evicted
+ * (ram_tier_set_unsaved_evicted).  The caller holds r; an overflow chunk
+ * is not marked. */
+void ram_tier_mark_unsaved(struct chunk_ref *r);
+/* true once for a chunk marked unsaved: the caller, holding r, offers it
+ * again (and marks it again if it is refused again). */
+bool chunk_ref_take_unsaved(struct chunk_ref *r);
+/* fn(arg, id, buf, len) takes an unsaved chunk a miss has just evicted:
+ * its len bytes in buf, a heap buffer that fn owns (and free()s, at once
+ * or when done with it), aligned to 4 KiB.  Called from the evicting
+ * miss's thread with none of the tier's locks held; id is valid only
+ * during the call.  Up to four such buffers per miss are beyond the
+ * tier's capacity until fn lets them go.  NULL (the default): evicted
+ * as any other.  Set before use. */
+typedef void ram_tier_unsaved_fn(void *arg, const struct chunk_id *id, void *buf, size_t len);
+void ram_tier_set_unsaved_evicted(struct ram_tier *t, ram_tier_unsaved_fn *fn, void *arg);
+
 /* The length of chunk id if it is present and filled, else 0.  Takes one
  * stripe lock; counts nothing (residency queries are not accesses). */
 size_t ram_tier_contains(struct ram_tier *t, const struct chunk_id *id);

@@ -181,7 +181,7 @@ struct ssd_tier {
 
 	_Atomic uint64_t hits, misses, bytes_served, bytes_fetched, insertions, evictions;
 	_Atomic uint64_t ahead_evicted;
-	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected, spilled;
+	_Atomic uint64_t checksum_failures, io_errors, dropped, rejected, spilled, resaved;
 	atomic_bool degraded;
 	_Atomic int64_t backoff_until_ms;
 	struct pin_set *pins;        /* the operator's pins (borrowed); NULL = none */
@@ -2434,16 +2434,31 @@ static bool queue_full(const struct ssd_tier *t)
 	return t->q_stores >= t->queue_max || (t->queue_bytes && t->q_store_bytes >= t->queue_bytes);
 }
 
-static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		  ssd_tier_release_fn release, void *arg, bool force, bool wait, bool ahead)
+/* How a chunk is offered to store(), or'ed: the admission policy not
+ * asked (FORCE), room in the queue waited for (WAIT), kept until read
+ * (AHEAD: ssd_tier_store_ahead), offered again after TFS_AGAIN (AGAIN:
+ * a refusal is not counted again, a store is counted as resaved), and
+ * data a heap buffer the tier takes as one of its copies (OWNED, with
+ * AGAIN; release a no-op). */
+enum store_how { ST_FORCE = 1, ST_WAIT = 2, ST_AHEAD = 4, ST_AGAIN = 8, ST_OWNED = 16 };
+
+/* The store jobs' one way in: ssd_tier_store() and its variants, as how
+ * says.  TFS_OK, TFS_AGAIN (the writer behind) or TFS_MISS, as
+ * ssd_tier_store(). */
+static int store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
+		 ssd_tier_release_fn release, void *arg, unsigned how)
 {
+	bool force = how & ST_FORCE, wait = how & ST_WAIT, ahead = how & ST_AHEAD;
+	bool owned = how & ST_OWNED;
 	struct ssd_entry *e = NULL;
 	struct job *j = NULL;
 	uint64_t hi, lo, ohi, olo;
-	bool counted = true;   /* a refusal the dropped counter reports */
-	void *copy = NULL;
+	bool counted = !(how & ST_AGAIN);   /* a refusal the dropped counter reports */
+	bool behind = false;   /* refused because the writer is behind */
+	bool spilled = false;  /* copy is in spill_used */
+	void *copy = owned ? (void *)(uintptr_t)data : NULL;
 
-	assert(release && (data || len == 0));
+	assert(release && (data || len == 0) && !(owned && wait));
 	if (len == 0)
 		counted = false;   /* nothing to keep: nothing lost */
 	if (len == 0 || len > t->chunk_size || !id_fits(id) || in_backoff(t))
@@ -2474,27 +2489,32 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	 * would fetch it again at its next read while the tier has room.  A
 	 * copy waits instead, within spill_max bytes; beyond those it is
 	 * dropped (counted: the writer cannot keep up). */
-	if (!wait && !t->stopping && queue_full(t) &&
+	if (!wait && !t->stopping && (owned || queue_full(t)) &&
 	    t->spill_used + len <= t->spill_max) {
 		t->spill_used += len;
-		pthread_mutex_unlock(&t->lock);
-		if (posix_memalign(&copy, DIO_ALIGN, len) == 0)   /* see chunk_pwrite */
-			memcpy(copy, data, len);
-		else
-			copy = NULL;
-		pthread_mutex_lock(&t->lock);
+		spilled = true;
+		if (!owned) {
+			pthread_mutex_unlock(&t->lock);
+			if (posix_memalign(&copy, DIO_ALIGN, len) == 0)   /* see chunk_pwrite */
+				memcpy(copy, data, len);
+			else
+				copy = NULL;
+			pthread_mutex_lock(&t->lock);
+		}
 		if (!copy) {
-			t->spill_used -= len;
 			pthread_mutex_unlock(&t->lock);
 			goto refuse;
 		}
 		j->spill = true;
 		j->data = copy;
 	}
-	if (t->stopping || (!j->spill && queue_full(t)) ||
-	    table_find(t, id, hi, lo) || !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
-		if (j->spill && table_find(t, id, hi, lo))
+	behind = !t->stopping && !j->spill && (owned || queue_full(t));
+	if (t->stopping || behind || table_find(t, id, hi, lo) ||
+	    !(e->obj = obj_get(t, id->key, id->etag, ohi, olo))) {
+		if (table_find(t, id, hi, lo)) {
 			counted = false;   /* queued by another meanwhile */
+			behind = false;
+		}
 		pthread_mutex_unlock(&t->lock);
 		goto refuse;
 	}
@@ -2514,46 +2534,63 @@ static bool store(struct ssd_tier *t, const struct chunk_id *id, const void *dat
 	pthread_mutex_unlock(&t->lock);
 	if (copy) {
 		STAT_ADD(t, spilled, 1);
-		release(arg);   /* the caller's buffer: copied */
+		release(arg);   /* the caller's buffer: copied (or ours now) */
 	}
-	return true;
+	STAT_ADD(t, resaved, (how & ST_AGAIN) != 0);
+	return TFS_OK;
 refuse:
-	if (copy) {
-		free(copy);
+	if (spilled) {
 		pthread_mutex_lock(&t->lock);
 		t->spill_used -= len;
 		pthread_mutex_unlock(&t->lock);
 	}
+	free(copy);
 	free(e);
 	free(j);
 	if (counted)
 		STAT_ADD(t, dropped, 1);
 	release(arg);
-	return false;
+	return behind ? TFS_AGAIN : TFS_MISS;
 }
 
-bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		    ssd_tier_release_fn release, void *arg)
+int ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
+		   ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, false, false);
+	return store(t, id, data, len, release, arg, 0);
+}
+
+int ssd_tier_store_again(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			 size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return store(t, id, data, len, release, arg, ST_AGAIN);
+}
+
+static void release_nothing(void *arg)
+{
+	(void)arg;
+}
+
+int ssd_tier_store_owned(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t len)
+{
+	return store(t, id, buf, len, release_nothing, NULL, ST_AGAIN | ST_OWNED);
 }
 
 bool ssd_tier_store_wait(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			 size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, false, true, false);
+	return store(t, id, data, len, release, arg, ST_WAIT) == TFS_OK;
 }
 
 bool ssd_tier_store_forced(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			   size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, true, true, false);
+	return store(t, id, data, len, release, arg, ST_FORCE | ST_WAIT) == TFS_OK;
 }
 
 bool ssd_tier_store_ahead(struct ssd_tier *t, const struct chunk_id *id, const void *data,
 			  size_t len, ssd_tier_release_fn release, void *arg)
 {
-	return store(t, id, data, len, release, arg, true, true, true);
+	return store(t, id, data, len, release, arg, ST_FORCE | ST_WAIT | ST_AHEAD) == TFS_OK;
 }
 
 bool ssd_tier_ahead_room(struct ssd_tier *t, uint64_t len)
@@ -2846,6 +2883,7 @@ void ssd_tier_stats(struct ssd_tier *t, struct tier_stats *out)
 	out->io_errors = atomic_load(&t->io_errors);
 	out->dropped = atomic_load(&t->dropped);
 	out->spilled = atomic_load(&t->spilled);
+	out->resaved = atomic_load(&t->resaved);
 	out->rejected = atomic_load(&t->rejected);
 	out->degraded = atomic_load(&t->degraded);
 	out->ahead_evicted = atomic_load(&t->ahead_evicted);

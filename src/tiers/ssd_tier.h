@@ -151,11 +151,22 @@ typedef void (*ssd_tier_release_fn)(void *arg);
  * until release(arg)) to be written in the background.  When queue_max
  * chunks, or queue_bytes of them, wait already, a copy is queued instead
  * (and release(arg) called at once) while the copies stay within
- * spill_max bytes.  true when queued; false when refused (queue and
- * copies full, degraded, len > chunk_size, already stored), and then
- * release(arg) has already been called. */
-bool ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
-		    ssd_tier_release_fn release, void *arg);
+ * spill_max bytes.  TFS_OK when queued.  Refused, with release(arg)
+ * already called: TFS_AGAIN when the writer is behind (queue and copies
+ * full; counted as dropped: offer it again later, while its bytes are at
+ * hand), TFS_MISS otherwise (already stored or queued, degraded, len >
+ * chunk_size: nothing to offer again). */
+int ssd_tier_store(struct ssd_tier *t, const struct chunk_id *id, const void *data, size_t len,
+		   ssd_tier_release_fn release, void *arg);
+/* ssd_tier_store() of a chunk it answered TFS_AGAIN: a refusal is not
+ * counted again, a store is counted as resaved. */
+int ssd_tier_store_again(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			 size_t len, ssd_tier_release_fn release, void *arg);
+/* ssd_tier_store_again() of buf, a heap buffer aligned to 4 KiB that the
+ * tier takes over: it waits for the writer as one of the copies, within
+ * spill_max bytes, and is freed when written; refused (TFS_AGAIN when
+ * the copies are full), it is freed at once. */
+int ssd_tier_store_owned(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t len);
 /* ssd_tier_store() that waits for room in the queue rather than drop the
  * chunk (a fetch ahead of a reader: no reader waits on it).  The
  * admission policy still decides. */

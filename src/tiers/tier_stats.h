@@ -19,6 +19,7 @@ struct tier_stats {
 	uint64_t io_errors;          /* failed reads/writes of the tier's media */
 	uint64_t dropped;            /* insertions refused: queue full, no space, degraded */
 	uint64_t spilled;            /* readers' chunks copied to wait for the writer (SSD) */
+	uint64_t resaved;            /* of the dropped, stored when offered again (SSD) */
 	uint64_t waits;              /* readers that waited on another's fill */
 	uint64_t overflow;           /* chunks served from a private buffer */
 	uint64_t fills_failed;       /* misses whose fill from below failed */

@@ -241,13 +241,14 @@ int main(int argc, char **argv)
 	char dir[] = "/tmp/tierfs-stress-XXXXXX", path[64], err[512], cmd[96];
 	struct ssd_tier *ssd = NULL;
 	pthread_t th[READERS + 2 + PARTS_READERS];
+	struct chunk_cache_stats st;
 
 	if (!mkdtemp(dir))
 		return 2;
 	snprintf(path, sizeof(path), "%s/cache", dir);
 	struct ssd_tier_config sc = { .dir = path, .owner = "stress", .capacity = 40u * (CS + 4096),
 				      .min_free_pct = 0, .chunk_size = CS, .queue_max = 8,
-				      .policy = EVICT_LRU };
+				      .spill_max = 2u * CS, .policy = EVICT_LRU };
 	if (ssd_tier_open(&sc, &ssd, err, sizeof(err)) != TFS_OK) {
 		fprintf(stderr, "ssd_tier_open: %s\n", err);
 		return 2;
@@ -277,13 +278,16 @@ int main(int argc, char **argv)
 	atomic_store(&stop, true);
 	for (int i = 0; i < READERS + 2 + PARTS_READERS; i++)
 		pthread_join(th[i], NULL);
+	chunk_cache_stats(cc, &st);
 	chunk_cache_free(cc);
 	chunk_cache_free(big_cc);
 	ssd_tier_close(ssd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
-	printf("stress: %lu chunk reads, %lu store GETs, %lu wrong\n", atomic_load(&reads),
-	       atomic_load(&store.gets), atomic_load(&bad));
+	printf("stress: %lu chunk reads, %lu store GETs, %lu wrong; SSD writer: %llu dropped, "
+	       "%llu of them taken at a second offer\n", atomic_load(&reads),
+	       atomic_load(&store.gets), atomic_load(&bad), (unsigned long long)st.ssd.dropped,
+	       (unsigned long long)st.ssd.resaved);
 	return atomic_load(&bad) == 0 && atomic_load(&reads) > 0 ? 0 : 1;
 }

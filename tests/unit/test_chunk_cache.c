@@ -12,6 +12,7 @@
 
 #include "common/tfs_err.h"
 #include "fake_objstore.h"
+#include "ssd_gate.h"
 #include "tiers/chunk_cache.h"
 #include "tiers/ssd_tier.h"
 #include "tiers/store_fetch.h"
@@ -191,6 +192,64 @@ Test(chunk_cache, ssd_serves_what_ram_evicted_and_what_a_restart_forgot)
 	chunk_cache_stats(cc, &st);
 	cr_assert_eq(st.ssd.hits, 6);
 	cr_assert_eq(st.store_fetches, 0);
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+/* A reader's chunk that finds the SSD writer too far behind (its queue
+ * and its copies full) is kept in RAM as unsaved and offered again: at
+ * its next hit, or when RAM evicts it.  Either way its next read after
+ * RAM let it go is an SSD hit, not a GET. */
+Test(chunk_cache, a_chunk_the_writer_could_not_take_is_offered_again)
+{
+	char path[128], err[512];
+	struct ssd_tier *ssd = NULL;
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_cache_stats st;
+	struct chunk_id c1 = { "obj/key", "e1", 1 }, c2 = { "obj/key", "e1", 2 };
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config c = { .dir = path, .owner = "test bucket ", .chunk_size = CS,
+				     .queue_max = 1, .spill_max = CS };
+	cr_assert_eq(ssd_tier_open(&c, &ssd, err, sizeof(err)), TFS_OK, "%s", err);
+	store_init(&s, 5);
+	cc = cc_new(&s, ssd, 4);
+
+	/* the writer held: the queue (the gate) and the copies (chunk 0)
+	 * are full, so chunks 1 and 2 are refused */
+	ssd_gate_close(ssd, free);
+	for (uint64_t i = 0; i < 3; i++)
+		get_ok(cc, &s, "e1", i);
+	ssd_gate_open();
+	ssd_tier_flush(ssd);
+	cr_assert_eq(ssd_tier_contains(ssd, &c1), 0);
+	cr_assert_eq(ssd_tier_contains(ssd, &c2), 0);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ssd.dropped, 2);
+
+	/* chunk 1 is read again while in RAM: offered at that hit */
+	get_ok(cc, &s, "e1", 1);
+	ssd_tier_flush(ssd);
+	cr_assert_eq(ssd_tier_contains(ssd, &c1), CS, "not offered again at its hit");
+
+	/* chunk 2 is not: five more chunks through four chunks of RAM
+	 * evict it, and it is offered then (the writer keeping up now: each
+	 * read's chunk is written before the next read) */
+	for (uint64_t i = 3; i < 8; i++) {
+		get_ok(cc, &s, "e1", i);
+		ssd_tier_flush(ssd);
+	}
+	cr_assert_eq(ssd_tier_contains(ssd, &c2), CS, "not offered again when evicted");
+	cr_assert_eq(s.fetches, 8);
+
+	/* every chunk once more: from RAM or SSD, none from the store */
+	for (uint64_t i = 0; i < 8; i++)
+		get_ok(cc, &s, "e1", i);
+	cr_assert_eq(s.fetches, 8);
+	chunk_cache_stats(cc, &st);
+	cr_assert_eq(st.ssd.dropped, 2, "a second offer is not another drop");
+	cr_assert_eq(st.ssd.resaved, 2);
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }

@@ -21,6 +21,7 @@
 #include "common/tfs_err.h"
 #include "tiers/cache_index.h"
 #include "tiers/ssd_tier.h"
+#include "ssd_gate.h"
 #include "tmpdir.h"
 
 #define CS (64u * 1024)
@@ -110,10 +111,17 @@ static bool store_kind(struct ssd_tier *t, const struct chunk_id *id, size_t len
 	return how(t, id, b, len, release_free, b);
 }
 
+/* ssd_tier_store(), true when queued. */
+static bool reader_store(struct ssd_tier *t, const struct chunk_id *id, const void *data,
+			 size_t len, ssd_tier_release_fn release, void *arg)
+{
+	return ssd_tier_store(t, id, data, len, release, arg) == TFS_OK;
+}
+
 /* Queue a patterned chunk as a reader's. */
 static bool store(struct ssd_tier *t, const struct chunk_id *id, size_t len)
 {
-	return store_kind(t, id, len, ssd_tier_store);
+	return store_kind(t, id, len, reader_store);
 }
 
 /* Read and check: true on a byte-exact hit of want_len, false on a miss;
@@ -411,7 +419,7 @@ Test(ssd_tier, a_bad_block_fails_only_reads_of_it)
 		c = malloc(big);
 		for (size_t i = 0; i < big; i++)
 			c[i] = pattern(id, i);
-		cr_assert(ssd_tier_store(t, id, c, big, release_free, c));
+		cr_assert_eq(ssd_tier_store(t, id, c, big, release_free, c), TFS_OK);
 	}
 	ssd_tier_flush(t);
 	chunk_path(&a, path, sizeof(path));
@@ -935,38 +943,59 @@ Test(ssd_tier, refused_stores_release_once)
 	free(longkey);
 }
 
-/* A release that blocks until the test lets it go: keeps jobs queued. */
-static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static bool gate_open;
-
-static void release_gated(void *arg)
+/* A patterned chunk in a 4 KiB-aligned heap buffer, as RAM gives one
+ * it evicts (ssd_tier_store_owned). */
+static void *owned_chunk(const struct chunk_id *id, size_t len)
 {
-	pthread_mutex_lock(&gate_mu);
-	while (!gate_open)
-		pthread_cond_wait(&gate_cv, &gate_mu);
-	pthread_mutex_unlock(&gate_mu);
-	release_free(arg);
+	unsigned char *b = NULL;
+
+	cr_assert_eq(posix_memalign((void **)&b, 4096, len), 0);
+	for (size_t i = 0; i < len; i++)
+		b[i] = pattern(id, i);
+	return b;
 }
 
-/* Store a 10-byte chunk whose release blocks the writer until
- * gate_let_go(): the jobs queued after it stay queued. */
-static void gate_close(struct ssd_tier *t)
+/* A reader's chunk refused while the writer is behind says so
+ * (TFS_AGAIN, counted as dropped), and may be offered again: from the
+ * caller's buffer (ssd_tier_store_again) or as a buffer the tier takes
+ * over (ssd_tier_store_owned, one of the copies: refused, and freed,
+ * while they are full).  A second offer is not another drop; a store
+ * from one is counted as resaved. */
+Test(ssd_tier, a_chunk_refused_while_behind_can_be_offered_again)
 {
-	struct chunk_id id = { "gate", "e", 0 };
-	unsigned char *b = calloc(1, 10);
+	struct ssd_tier_config cfg = cfg_default();
+	struct chunk_id a = { "again", "e", 0 }, b = { "again", "e", 1 }, c = { "again", "e", 2 };
+	struct ssd_tier *t;
+	unsigned char *buf;
 
-	gate_open = false;
-	cr_assert_not_null(b);
-	cr_assert(ssd_tier_store(t, &id, b, 10, release_gated, b));
-}
-
-static void gate_let_go(void)
-{
-	pthread_mutex_lock(&gate_mu);
-	gate_open = true;
-	pthread_cond_broadcast(&gate_cv);
-	pthread_mutex_unlock(&gate_mu);
+	cfg.queue_max = 1;
+	cfg.spill_max = CS;
+	t = tier_open(&cfg);
+	ssd_gate_close(t, release_free);   /* the queue is full */
+	cr_assert(store(t, &a, CS));       /* a copy waits: the copies are full */
+	buf = owned_chunk(&b, CS);
+	cr_assert_eq(ssd_tier_store(t, &b, buf, CS, release_free, buf), TFS_AGAIN);
+	cr_assert_eq(ssd_tier_store_owned(t, &b, owned_chunk(&b, CS), CS), TFS_AGAIN);
+	buf = owned_chunk(&c, CS);
+	cr_assert_eq(ssd_tier_store_again(t, &c, buf, CS, release_free, buf), TFS_AGAIN);
+	cr_assert_eq(stats(t).dropped, 1);
+	ssd_gate_open();
+	ssd_tier_flush(t);
+	cr_assert(read_ok(t, &a, CS));
+	cr_assert_not(read_ok(t, &b, CS));
+	/* the writer caught up: both second offers are taken */
+	cr_assert_eq(ssd_tier_store_owned(t, &b, owned_chunk(&b, CS), CS), TFS_OK);
+	buf = owned_chunk(&c, CS);
+	cr_assert_eq(ssd_tier_store_again(t, &c, buf, CS, release_free, buf), TFS_OK);
+	/* a chunk stored already is no AGAIN: nothing to offer */
+	cr_assert_eq(ssd_tier_store_owned(t, &b, owned_chunk(&b, CS), CS), TFS_MISS);
+	ssd_tier_flush(t);
+	cr_assert(read_ok(t, &b, CS));
+	cr_assert(read_ok(t, &c, CS));
+	cr_assert_eq(stats(t).dropped, 1);
+	cr_assert_eq(stats(t).resaved, 2);
+	cr_assert_eq(stats(t).spilled, 2);   /* a's copy, and b's buffer taken over */
+	ssd_tier_close(t);
 }
 
 Test(ssd_tier, release_exactly_once_on_every_path)
@@ -978,7 +1007,7 @@ Test(ssd_tier, release_exactly_once_on_every_path)
 	cfg.queue_max = 4;
 	cfg.capacity = 5 * FILE_BYTES(CS);
 	t = tier_open(&cfg);
-	gate_close(t);   /* the queue fills */
+	ssd_gate_close(t, release_free);   /* the queue fills */
 	for (int i = 0; i < 40; i++) {
 		struct chunk_id id = { "mix", "e", (uint64_t)(i % 13) };
 		size_t len = i % 7 == 0 ? CS + 1 : (size_t)(i * 997) % CS;
@@ -986,7 +1015,7 @@ Test(ssd_tier, release_exactly_once_on_every_path)
 		n++;
 	}
 	cr_assert_lt(accepted, n);   /* some refused: queue full, duplicates, too big */
-	gate_let_go();
+	ssd_gate_open();
 	ssd_tier_flush(t);
 	cr_assert_eq(atomic_load(&released), n);
 	/* more, with evictions, and closed with jobs still queued */
@@ -1010,14 +1039,14 @@ Test(ssd_tier, the_write_queue_is_bounded_in_bytes)
 	cfg.queue_max = 64;
 	cfg.queue_bytes = 3 * 10000;
 	t = tier_open(&cfg);
-	gate_close(t);   /* the queue fills */
+	ssd_gate_close(t, release_free);   /* the queue fills */
 	for (int i = 0; i < 10; i++) {
 		struct chunk_id id = { "small", "e", (uint64_t)i };
 		accepted += store(t, &id, 10000);
 	}
 	/* 10 + 3 x 10000 bytes reach the bound: the fourth is refused */
 	cr_expect_eq(accepted, 3, "%d of 10 chunks of 10000 B queued, bound 30000 B", accepted);
-	gate_let_go();
+	ssd_gate_open();
 	ssd_tier_flush(t);
 	cr_expect_eq(atomic_load(&released), 11);
 	for (int i = 0; i < 10; i++) {
@@ -1125,7 +1154,7 @@ Test(ssd_tier, min_free_pct_keeps_half_the_filesystem_free)
 		struct chunk_id id = { "m", "e", i };
 		unsigned char *b = malloc(cs);
 		memset(b, (int)i, cs);
-		cr_assert(ssd_tier_store(t, &id, b, cs, release_free, b));
+		cr_assert_eq(ssd_tier_store(t, &id, b, cs, release_free, b), TFS_OK);
 		ssd_tier_flush(t);
 		cr_assert_leq(fs_used_fraction(cdir), 0.5, "after chunk %llu: %.3f used",
 			      (unsigned long long)i, fs_used_fraction(cdir));
