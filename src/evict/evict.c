@@ -322,6 +322,11 @@ void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat)
 		p->ops->stat_set(p, n, stat);
 }
 
+unsigned evict_policy_frequency(const struct evict_policy *p, uint64_t key)
+{
+	return p->kind == EVICT_TINYLFU ? evict_tinylfu_frequency(p, key) : 0;
+}
+
 void evict_policy_set_min_window(struct evict_policy *p, uint64_t n)
 {
 	if (p->kind == EVICT_TINYLFU)

@@ -111,6 +111,11 @@ uint32_t evict_policy_stat_get(const struct evict_policy *p, uint64_t key);
 /* Restore a key's statistics (after insert, e.g. at start-up). */
 void evict_policy_stat_set(struct evict_policy *p, uint64_t key, uint32_t stat);
 
+/* How often W-TinyLFU has seen key asked for: its sketch's estimate, any
+ * key, resident or not (a 4-bit count, halved with the sketch).  0 for
+ * LRU and LFU.  For diagnosis and tests: not an access. */
+unsigned evict_policy_frequency(const struct evict_policy *p, uint64_t key);
+
 /* Keep at least n (weight units) of the most recent keys out of eviction's first reach:
  * W-TinyLFU's window never shrinks below n keys (capped at its 80%
  * bound).  A tier whose chunks are read in several pieces (the RAM tier:

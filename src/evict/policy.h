@@ -112,6 +112,7 @@ struct evict_tinylfu {
 /* tinylfu.c: evict_policy_set_min_window() for W-TinyLFU, and the
  * segments' shares recomputed for a new weight capacity. */
 void evict_tinylfu_set_min_window(struct evict_policy *p, uint64_t n);
+unsigned evict_tinylfu_frequency(const struct evict_policy *p, uint64_t key);
 void evict_tinylfu_reweigh(struct evict_policy *p);
 /* An unweighted W-TinyLFU's capacity grew: the window keeps its size and
  * its floor, main's segments and the window's ceiling take the rest. */

@@ -499,6 +499,11 @@ static unsigned estimate(const struct evict_policy *p, uint32_t n)
 	return sketch_estimate(p->u.tlfu.sketch, p->nodes[n].key);
 }
 
+unsigned evict_tinylfu_frequency(const struct evict_policy *p, uint64_t key)
+{
+	return sketch_estimate(p->u.tlfu.sketch, key);
+}
+
 /* Is the key being inserted heavier than the whole window, so that it
  * goes to main, and must win its own duel (tlfu_insert)? */
 static bool incoming_overflows(const struct evict_policy *p)
