@@ -125,12 +125,19 @@ struct fs_dir {
 	struct dir_listing *listing;
 };
 
+/* A handle's pass over one chunk (file_visits in read.c). */
+struct fs_visit {
+	uint64_t chunk;            /* the chunk's index + 1; 0: none */
+	uint64_t bytes;            /* read of it in this pass */
+};
+
 struct fs_file {
 	struct fs_handle_link link;   /* first member */
 	char *key;
 	struct fs_version *ver;    /* a reference */
-	pthread_mutex_t ra_lock;   /* guards ra: reads of one handle may run at once */
+	pthread_mutex_t ra_lock;   /* guards ra and visits: reads of one handle may run at once */
 	struct ra_file ra;
+	struct fs_visit visits[2]; /* the passes over its two latest chunks, latest first */
 	bool once;                 /* a plan's or a scan's: read once this epoch */
 };
 

@@ -93,10 +93,49 @@ static void ra_file_forget(struct tfs_fs *fs, struct fs_file *f, const struct ra
 		chunk_cache_ahead_forget(fs->cache, &o, ra->cur_chunk + 1, ra->frontier);
 }
 
+/* Which chunks of f's read of [off, end) begin a visit of theirs (bit i:
+ * chunk off / chunk_size + i): the unit the SSD tier's policy counts.  A
+ * visit is a handle's pass over a chunk: its reads of the chunk, in
+ * whatever order they come (the kernel hands one stream's pieces to
+ * several threads), until they add up to the chunk's length or the handle
+ * has gone on to two other chunks.  Counted per read instead, a chunk
+ * read in eight pieces from SSD was eight times as hot as one RAM served
+ * whole; counted at a read of its first byte, the pieces that came before
+ * that read were counted once more.  f->ra_lock held. */
+static uint64_t file_visits(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t end)
+{
+	uint64_t cs = fs->cfg.chunk_size, size = f->ver->size, mask = 0;
+	struct fs_visit *v = f->visits;
+
+	for (uint64_t idx = off / cs, i = 0; idx * cs < end; idx++, i++) {
+		uint64_t from = off > idx * cs ? off : idx * cs;
+		uint64_t to = end < (idx + 1) * cs ? end : (idx + 1) * cs;
+		uint64_t len = size - idx * cs < cs ? size - idx * cs : cs;
+
+		if (v[1].chunk == idx + 1) {
+			struct fs_visit t = v[0];
+
+			v[0] = v[1];
+			v[1] = t;
+		}
+		if (v[0].chunk == idx + 1 && v[0].bytes < len) {
+			v[0].bytes += to - from;
+			continue;
+		}
+		if (v[0].chunk != idx + 1)
+			v[1] = v[0];
+		v[0] = (struct fs_visit){ idx + 1, to - from };
+		mask |= 1ull << i;
+	}
+	return mask;
+}
+
 /* f's stream takes a read of [off, off + len); returns whether its reader
- * reads at random (ra_file_random).  Read-ahead, when the mount reads
- * ahead, is issued as the stream says. */
-static bool ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len)
+ * reads at random (ra_file_random), and in *visits which chunks it begins
+ * a visit of (file_visits).  Read-ahead, when the mount reads ahead, is
+ * issued as the stream says. */
+static bool ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uint64_t len,
+			 uint64_t *visits)
 {
 	uint64_t first, n, done = 0;
 	struct ra_file before;
@@ -123,6 +162,7 @@ static bool ra_file_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, uin
 			ra_file_unissue(&f->ra, first + done);
 	}
 	random = ra_file_random(&f->ra, fs->cfg.chunk_size);
+	*visits = file_visits(fs, f, off, off + len);
 	pthread_mutex_unlock(&f->ra_lock);
 	return random;
 }
@@ -219,7 +259,7 @@ int fs_open(struct tfs_fs *fs, uint64_t ino, struct fs_file **out, bool *keep_ca
 
 int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, struct fs_read *r)
 {
-	uint64_t cs = fs->cfg.chunk_size, end, ram_bytes = 0;
+	uint64_t cs = fs->cfg.chunk_size, end, ram_bytes = 0, visits;
 	struct chunk_obj o = { f->key, f->ver->etag, f->ver->cache_id, f->ver->size };
 	bool random;
 	int rc = TFS_OK;
@@ -233,7 +273,7 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 	end = off + size > f->ver->size ? f->ver->size : off + size;
 	if ((end - 1) / cs - off / cs + 1 > FS_READ_MAX_IOV)
 		return TFS_E_INVAL;
-	random = ra_file_read(fs, f, off, end - off);
+	random = ra_file_read(fs, f, off, end - off, &visits);
 	for (uint64_t idx = off / cs; idx * cs < end; idx++) {
 		uint64_t cstart = idx * cs, from, to;
 		const void *data;
@@ -243,7 +283,9 @@ int fs_read(struct tfs_fs *fs, struct fs_file *f, uint64_t off, size_t size, str
 		/* the cache never hands out a chunk of another length than
 		 * this version's (TFS_E_STALE) */
 		rc = chunk_cache_read(fs->cache, &o, idx, (size_t)from, (size_t)(to - from),
-				      random, &r->refs[r->n], &r->spans[r->n], &data);
+				      (random ? CHUNK_READ_RANDOM : 0) |
+				      ((visits >> (idx - off / cs)) & 1 ? CHUNK_READ_VISIT : 0),
+				      &r->refs[r->n], &r->spans[r->n], &data);
 		if (rc != TFS_OK)
 			break;
 		if (r->refs[r->n]) {

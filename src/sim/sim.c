@@ -172,17 +172,18 @@ int sim_replay_tiers(const struct trace *t, const struct sim_tiers_config *cfg,
 			len = got = cs;   /* a trace of another chunk size */
 		res->accesses += counted;
 		res->read_bytes += counted ? got : 0;
+		/* the SSD tier's policy counts each visit of a chunk once,
+		 * whichever tier serves it, however many pieces it is read in */
+		if (ssd.p && (!t->visit || t->visit[i]))
+			evict_policy_access(ssd.p, id);
 		if (ram.bytes[id]) {
 			evict_policy_access(ram.p, id);
 			res->ram_hits += counted;
 			continue;
 		}
-		if (ssd.p) {
-			evict_policy_access(ssd.p, id);
-			if (ssd.bytes[id]) {
-				res->ssd_hits += counted;
-				continue;
-			}
+		if (ssd.p && ssd.bytes[id]) {
+			res->ssd_hits += counted;
+			continue;
 		}
 		res->misses += counted;
 		res->fetched_bytes += counted ? len : 0;

@@ -48,12 +48,15 @@ double sim_hit_ratio(const struct sim_result *res);
  * drives them (chunk_cache_read in src/tiers/chunk_cache.c), with the
  * policies shaped as the tiers shape theirs (evict/shape.h):
  *     in RAM           -> a RAM hit (RAM policy access)
- *     on SSD           -> an SSD hit (SSD policy access); not copied to RAM
- *     neither          -> a miss: the SSD policy counts the ask; the
- *                         chunk is fetched, goes into RAM (victims until
+ *     on SSD           -> an SSD hit; not copied to RAM
+ *     neither          -> a miss: the chunk is fetched, goes into RAM
+ *                         (victims until
  *                         its buffer fits; RAM admits every fetch) and is
  *                         offered to the SSD tier, whose policy may refuse
  *                         it (W-TinyLFU's duel, weighed in 4 KiB blocks)
+ * Wherever it is served, an access that begins a visit of its chunk (the
+ * trace's VISIT; every access of a trace without it) is one access of the
+ * SSD policy, the visit's other reads none.
  * What is left out: timing (read-ahead and write-behind happen at once
  * here), the RAM tier's eviction of chunks an epoch has read through
  * (the daemon's scan detection), pins and plans.  On a trace without

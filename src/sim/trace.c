@@ -72,6 +72,7 @@ void trace_release(struct trace *t)
 	free(t->ids);
 	free(t->chunk_bytes);
 	free(t->read_bytes);
+	free(t->visit);
 	trace_init(t);
 }
 
@@ -106,7 +107,8 @@ static int trace_reserve(struct trace *t, size_t want)
 		return TFS_E_NOMEM;
 	t->keys = k;
 	if (t->sized && (grow(&t->chunk_bytes, cap, sizeof(uint32_t)) != TFS_OK ||
-			 grow(&t->read_bytes, cap, sizeof(uint32_t)) != TFS_OK))
+			 grow(&t->read_bytes, cap, sizeof(uint32_t)) != TFS_OK ||
+			 grow(&t->visit, cap, sizeof(uint8_t)) != TFS_OK))
 		return TFS_E_NOMEM;   /* cap unchanged: the next push grows again */
 	t->cap = cap;
 	return TFS_OK;
@@ -122,7 +124,8 @@ int trace_push(struct trace *t, uint64_t key)
 	return TFS_OK;
 }
 
-int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes)
+int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes,
+		     bool visit)
 {
 	int rc = !t->sized || chunk_bytes == 0 || read_bytes > chunk_bytes
 			 ? TFS_E_INVAL : trace_reserve(t, t->n + 1);
@@ -131,6 +134,7 @@ int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32
 		return rc;
 	t->chunk_bytes[t->n] = chunk_bytes;
 	t->read_bytes[t->n] = read_bytes;
+	t->visit[t->n] = visit;
 	t->keys[t->n++] = key;
 	return TFS_OK;
 }
@@ -289,24 +293,33 @@ static bool take_u32(char **s, char *e, uint32_t *out)
 	return true;
 }
 
+/* Does the comment [s, e) start with header h? */
+static bool is_header(const char *s, const char *e, const char *h)
+{
+	return (size_t)(e - s) >= strlen(h) && memcmp(s, h, strlen(h)) == 0;
+}
+
 /* One line, trimmed of its newline, into *key (and, sized, *chunk and
- * *read).  false if malformed, with why in *what; *skip for blank and
- * comment lines, *header for TRACE_HEADER_2. */
-static bool parse_line(char *line, size_t len, bool sized, uint64_t *key, uint32_t *chunk,
-		       uint32_t *read, bool *skip, bool *header, const char **what)
+ * *read; with pieces, *visit).  false if malformed, with why in *what;
+ * *skip for blank and comment lines, *header the version of a
+ * TRACE_HEADER_2 or TRACE_HEADER_3 line (else 0). */
+static bool parse_line(char *line, size_t len, bool sized, bool pieces, uint64_t *key,
+		       uint32_t *chunk, uint32_t *read, bool *visit, bool *skip, int *header,
+		       const char **what)
 {
 	char *s = line, *e = line + len;
 	char *idx;
+	uint32_t v = 1;
 
-	*skip = *header = false;
+	*skip = false;
+	*header = 0;
 	while (s < e && is_blank(*s))
 		s++;
 	while (e > s && is_blank(e[-1]))
 		e--;
 	if (s == e || *s == '#') {
 		*skip = true;
-		*header = (size_t)(e - s) >= strlen(TRACE_HEADER_2) &&
-			  memcmp(s, TRACE_HEADER_2, strlen(TRACE_HEADER_2)) == 0;
+		*header = is_header(s, e, TRACE_HEADER_2) ? 2 : is_header(s, e, TRACE_HEADER_3) ? 3 : 0;
 		return true;
 	}
 	if (memchr(s, '\0', (size_t)(e - s))) {
@@ -319,6 +332,10 @@ static bool parse_line(char *line, size_t len, bool sized, uint64_t *key, uint32
 		if (!take_u32(&s, e, chunk) || !take_u32(&s, e, read) || *chunk == 0 ||
 		    *read > *chunk || s == e)
 			return false;
+		*what = "a version 3 trace's line has VISIT (0 or 1) after READ_BYTES";
+		if (pieces && (!take_u32(&s, e, &v) || v > 1 || s == e))
+			return false;
+		*visit = v == 1;
 	}
 	for (idx = e; idx > s && !is_blank(idx[-1]); idx--)
 		;
@@ -352,7 +369,8 @@ int trace_read_stream(struct trace *t, FILE *in, struct tfs_errinfo *ei)
 		const char *what = "malformed";
 		uint64_t key;
 		uint32_t chunk = 0, read = 0;
-		bool skip, header;
+		bool skip, visit = true;
+		int header;
 
 		lineno++;
 		if (len > 0 && line[len - 1] != '\n' && !feof(in)) {
@@ -360,16 +378,19 @@ int trace_read_stream(struct trace *t, FILE *in, struct tfs_errinfo *ei)
 			rc = TFS_E_INVAL;
 			goto fail;
 		}
-		if (!parse_line(line, len, t->sized, &key, &chunk, &read, &skip, &header, &what)) {
+		if (!parse_line(line, len, t->sized, t->pieces, &key, &chunk, &read, &visit, &skip,
+				&header, &what)) {
 			tfs_errinfo_set(ei, "line %zu: %s", lineno, what);
 			rc = TFS_E_INVAL;
 			goto fail;
 		}
-		if (header && t->n == 0)
+		if (header && t->n == 0) {
 			t->sized = true;
+			t->pieces = header == 3;
+		}
 		if (skip)
 			continue;
-		rc = t->sized ? trace_push_sized(t, key, chunk, read) : trace_push(t, key);
+		rc = t->sized ? trace_push_sized(t, key, chunk, read, visit) : trace_push(t, key);
 		if (rc == TFS_E_TOOBIG)
 			tfs_errinfo_set(ei, "line %zu: more than %zu accesses", lineno,
 					TRACE_MAX_ACCESSES);

@@ -43,7 +43,12 @@ struct trace {
 	 * keeps, and the bytes the access read of it; both NULL otherwise
 	 * (every access one unit). */
 	uint32_t *chunk_bytes, *read_bytes;
+	/* A sized trace's: 1 where the access begins a visit of its chunk
+	 * (the SSD tier's policy counts visits), 0 for a later piece of the
+	 * same visit; NULL otherwise (every access a visit). */
+	uint8_t *visit;
 	bool sized;             /* set on the empty trace before the first push */
+	bool pieces;            /* sized, and its lines say which access is a visit */
 	uint32_t *ids;          /* n dense ids, owned; valid after finish */
 	size_t n, cap;
 	size_t n_distinct;      /* valid after finish */
@@ -61,9 +66,11 @@ void trace_release(struct trace *t);
  * TFS_E_INVAL on a sized trace. */
 int trace_push(struct trace *t, uint64_t key);
 /* Append one access of a sized trace: read_bytes (at most chunk_bytes)
- * of a chunk chunk_bytes (> 0) long.  TFS_E_INVAL on a trace not sized
- * or bad lengths; else as trace_push(). */
-int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes);
+ * of a chunk chunk_bytes (> 0) long; visit: it begins a visit of the
+ * chunk.  TFS_E_INVAL on a trace not sized or bad lengths; else as
+ * trace_push(). */
+int trace_push_sized(struct trace *t, uint64_t key, uint32_t chunk_bytes, uint32_t read_bytes,
+		     bool visit);
 
 /* Compute ids and n_distinct after the last push; sets warm_from to n / 5
  * unless epoch_len > 0 (then warm_from = epoch_len).  TFS_E_NOMEM. */
@@ -74,8 +81,10 @@ int trace_finish(struct trace *t);
 uint64_t trace_chunk_key(const char *obj, size_t obj_len, uint64_t chunk_index);
 
 /* The first line of a sized trace, as the daemon writes it (`tierfs
- * trace start`); the rest of that line is a comment. */
+ * trace start`); the rest of that line is a comment.  Version 2 has no
+ * VISIT field (every access a visit). */
 #define TRACE_HEADER_2 "# tierfs trace 2"
+#define TRACE_HEADER_3 "# tierfs trace 3"
 
 /* Read a trace from a text stream, one access per line:
  *     12345            a decimal id
@@ -86,6 +95,8 @@ uint64_t trace_chunk_key(const char *obj, size_t obj_len, uint64_t chunk_index);
  * After a TRACE_HEADER_2 line, before any access, the trace is sized and
  * each access line starts with two more decimal fields:
  *     CHUNK_BYTES READ_BYTES ACCESS   (ACCESS one of the three above)
+ * after a TRACE_HEADER_3 line with three:
+ *     CHUNK_BYTES READ_BYTES VISIT ACCESS   (VISIT 0 or 1)
  * Blank lines and lines starting with '#' (after blanks) are skipped.
  * t must be empty (just initialised); it is finished on success and
  * released on failure.  TFS_E_INVAL on a malformed line, with "line N: ..."

@@ -22,8 +22,9 @@
 
 #define TRACE_BUF (1u << 20)
 #define TRACE_LINE_MAX 4096      /* the simulator's TRACE_MAX_LINE */
-/* the simulator's TRACE_HEADER_2 starts the line */
-#define ACCESS_TRACE_HEADER "# tierfs trace 2: CHUNK_BYTES READ_BYTES OBJECT_KEY CHUNK_INDEX\n"
+/* the simulator's TRACE_HEADER_3 starts the line */
+#define ACCESS_TRACE_HEADER \
+	"# tierfs trace 3: CHUNK_BYTES READ_BYTES VISIT OBJECT_KEY CHUNK_INDEX\n"
 
 struct access_trace {
 	pthread_mutex_t lock;
@@ -79,7 +80,7 @@ static bool key_plain(const char *key, size_t len)
 }
 
 void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk_index,
-			 uint64_t chunk_bytes, uint64_t read_bytes)
+			 uint64_t chunk_bytes, uint64_t read_bytes, bool visit)
 {
 	size_t len = strlen(key);
 	int n;
@@ -90,11 +91,11 @@ void access_trace_record(struct access_trace *t, const char *key, uint64_t chunk
 		goto out;
 	}
 	if (key_plain(key, len))
-		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " %s %" PRIu64 "\n", chunk_bytes,
-			    read_bytes, key, chunk_index);
+		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " %d %s %" PRIu64 "\n", chunk_bytes,
+			    read_bytes, visit, key, chunk_index);
 	else
-		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " 0x%016" PRIx64 "\n", chunk_bytes,
-			    read_bytes, XXH3_64bits_withSeed(key, len, chunk_index));
+		n = fprintf(t->f, "%" PRIu64 " %" PRIu64 " %d 0x%016" PRIx64 "\n", chunk_bytes,
+			    read_bytes, visit, XXH3_64bits_withSeed(key, len, chunk_index));
 	if (n < 0) {
 		t->failed = true;
 		t->dropped++;

@@ -105,9 +105,14 @@ int chunk_cache_get(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t 
  * blocks that cover the range are fetched, into *span, and kept; the
  * read that would bring a chunk's blocks to half of it fetches the rest,
  * and the chunk is then a reader's fill in RAM (*ref set).  Otherwise as
- * chunk_cache_get() (*ref set).  Errors as chunk_cache_get(). */
+ * chunk_cache_get() (*ref set).  Errors as chunk_cache_get().
+ * how: CHUNK_READ_RANDOM for a random reader; CHUNK_READ_VISIT when the
+ * read begins the reader's visit of the chunk (the caller knows its
+ * reader's passes: fs_read): the one access of the SSD tier's policy for
+ * it, whichever tier serves it; the visit's other reads are not. */
+enum { CHUNK_READ_RANDOM = 1, CHUNK_READ_VISIT = 2 };
 int chunk_cache_read(struct chunk_cache *cc, const struct chunk_obj *o, uint64_t index,
-		     size_t off, size_t len, bool random, struct chunk_ref **ref, void **span,
+		     size_t off, size_t len, unsigned how, struct chunk_ref **ref, void **span,
 		     const void **data);
 
 /* The SSD tier's file of o, when every chunk of o is stored there, for

@@ -97,7 +97,6 @@ struct chunk_ref {
 	atomic_bool ahead;        /* read ahead, not yet read (set, cleared under the stripe lock) */
 	atomic_bool ahead_counted;   /* ahead, and its cap in the tier's ahead_unread (RAM_AHEAD) */
 	atomic_bool pinned;       /* an operator pinned it: never evicted (under the stripe lock) */
-	atomic_bool unseen;       /* filled by a fetch ahead, no reader's hit yet (chunk_ref_first_read) */
 	atomic_bool unsaved;      /* the tier below could not take it yet (ram_tier_mark_unsaved) */
 	uint64_t ahead_seq;       /* the tier's ahead_pos when it was issued, its size included */
 	bool overflow;
@@ -867,7 +866,6 @@ static int slot_assign(struct ram_tier *t, struct chunk_ref *s, uint64_t h,
 	s->len = 0;
 	s->fill_rc = TFS_OK;
 	atomic_store(&s->used, false);
-	atomic_store(&s->unseen, false);
 	atomic_store(&s->unsaved, false);
 	return TFS_OK;
 }
@@ -1019,7 +1017,6 @@ int ram_tier_lookup(struct ram_tier *t, const struct chunk_id *id, size_t expect
 	atomic_store(&fresh->refs, 1);
 	atomic_store(&fresh->pinned, key_pinned(t, id->key));
 	if (ahead) {
-		atomic_store(&fresh->unseen, true);
 		atomic_fetch_add(&t->ahead_seq, 1);
 		fresh->ahead_seq = atomic_fetch_add(&t->ahead_pos, size) + size;
 		atomic_fetch_add(&t->ahead_all, fresh->cap);
@@ -1273,11 +1270,6 @@ size_t chunk_ref_cap(const struct chunk_ref *r)
 size_t chunk_ref_len(const struct chunk_ref *r)
 {
 	return r->len;
-}
-
-bool chunk_ref_first_read(struct chunk_ref *r)
-{
-	return !r->overflow && atomic_exchange(&r->unseen, false);
 }
 
 struct chunk_ref *chunk_ref_dup(struct chunk_ref *r)

@@ -172,12 +172,6 @@ size_t chunk_ref_len(const struct chunk_ref *r);
 /* The buffer a TFS_MISS hands its caller to fill, and its size. */
 void *chunk_ref_buf(struct chunk_ref *r);
 size_t chunk_ref_cap(const struct chunk_ref *r);
-/* true once for a chunk that a fetch ahead filled (RAM_AHEAD,
- * RAM_AHEAD_EPOCH): for the first reader that calls it on a hit.  That
- * read is the chunk's access which its fill, made for nobody yet, did
- * not count in the tiers below; a chunk read ahead and never read counts
- * none.  The caller holds r. */
-bool chunk_ref_first_read(struct chunk_ref *r);
 /* Another reference to a chunk the caller already holds one on. */
 struct chunk_ref *chunk_ref_dup(struct chunk_ref *r);
 /* Drop one reference.  NULL is a no-op.  Lock-free. */

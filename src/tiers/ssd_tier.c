@@ -2203,10 +2203,26 @@ void ssd_tier_access(struct ssd_tier *t, const struct chunk_id *id)
 	pthread_mutex_unlock(&t->lock);
 }
 
-int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
-			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len)
+unsigned ssd_tier_policy_count(struct ssd_tier *t, const struct chunk_id *id)
 {
-	return read_range(t, id, expect_len, off, len, buf, span_off, span_len, true);
+	uint64_t hi, lo;
+	unsigned n = 0;
+
+	if (!id_fits(id))
+		return 0;
+	id_hash(id, &hi, &lo);
+	pthread_mutex_lock(&t->lock);
+	if (t->policy)
+		n = evict_policy_frequency(t->policy, lo);
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
+			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len,
+			bool visit)
+{
+	return read_range(t, id, expect_len, off, len, buf, span_off, span_len, visit);
 }
 
 int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size_t cap,

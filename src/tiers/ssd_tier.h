@@ -104,10 +104,12 @@ int ssd_tier_read(struct ssd_tier *t, const struct chunk_id *id, void *buf, size
  * ssd_tier_span_max(len) bytes, block-aligned reads are not required),
  * each checked; *span_off is where buf starts in the chunk (a multiple of
  * SSD_BLOCK), *span_len how many bytes it holds.  TFS_OK, or TFS_MISS as
- * ssd_tier_read (a stored chunk of another length is a miss).  An access
- * of the policy, like a whole read. */
+ * ssd_tier_read (a stored chunk of another length is a miss).  visit: an
+ * access of the policy, as a whole read by a reader is; a later piece of
+ * the same visit is not (a chunk read in eight pieces is asked for once). */
 int ssd_tier_read_range(struct ssd_tier *t, const struct chunk_id *id, size_t expect_len,
-			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len);
+			size_t off, size_t len, void *buf, size_t *span_off, size_t *span_len,
+			bool visit);
 /* The most bytes ssd_tier_read_range() puts in buf for len bytes. */
 size_t ssd_tier_span_max(size_t len);
 
@@ -121,6 +123,10 @@ size_t ssd_tier_span_max(size_t len);
  * chunk read ahead and never counted lost every duel to one that was:
  * the next epoch evicted it unread). */
 void ssd_tier_access(struct ssd_tier *t, const struct chunk_id *id);
+/* How often the policy has seen chunk id asked for (W-TinyLFU's
+ * estimate, evict_policy_frequency; 0 for other policies).  For
+ * diagnosis: not an access. */
+unsigned ssd_tier_policy_count(struct ssd_tier *t, const struct chunk_id *id);
 
 /* The file of one object version wholly on SSD, for the kernel to read
  * itself: when every chunk of the object (size bytes, key and cache_id)

@@ -1,7 +1,8 @@
 /* fuzz_sim_trace.c - fuzz target of the simulator's trace reader: any
- * text, plain or after a sized trace's header (the first byte picks).
- * Property: TFS_OK with a finished trace whose every id is below its
- * distinct count and, sized, whose every read is at most its chunk; or
+ * text, plain or after a sized trace's header of version 2 or 3 (the
+ * first byte picks).  Property: TFS_OK with a finished trace whose every
+ * id is below its distinct count and, sized, whose every read is at most
+ * its chunk and every VISIT 0 or 1; or
  * an error with a message and nothing left allocated; no crash, no leak.
  * An accepted trace also replays through the tiers' model.
  */
@@ -23,7 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sim_tiers_config cfg = { EVICT_TINYLFU, EVICT_LRU, 1u << 16, 1u << 18, 1u << 16 };
-	static const char header[] = TRACE_HEADER_2 "\n";
+	static const char h2[] = TRACE_HEADER_2 "\n", h3[] = TRACE_HEADER_3 "\n";
+	const char *header;
+	size_t hlen = strlen(h2);   /* both are as long */
 	struct sim_tiers_result res;
 	struct tfs_errinfo ei;
 	struct trace t;
@@ -34,11 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	len = (data[0] & 1 ? sizeof(header) - 1 : 0) + size - 1;
+	header = data[0] & 2 ? h3 : h2;
+	len = (data[0] & 1 ? hlen : 0) + size - 1;
 	text = malloc(len + 1);
 	assert(text);
 	if (data[0] & 1)
-		memcpy(text, header, sizeof(header) - 1);
+		memcpy(text, header, hlen);
 	memcpy(text + len - (size - 1), data + 1, size - 1);
 	in = fmemopen(text, len, "r");
 	if (!in) {          /* fmemopen refuses an empty buffer */
@@ -51,12 +55,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(in);
 	if (rc != TFS_OK) {
 		assert(ei.message[0] != '\0' || rc == TFS_E_NOMEM);
-		assert(!t.keys && !t.ids && !t.chunk_bytes && !t.read_bytes && t.n == 0);
+		assert(!t.keys && !t.ids && !t.chunk_bytes && !t.read_bytes && !t.visit && t.n == 0);
 	} else {
 		assert(t.warm_from <= t.n);
 		for (size_t i = 0; i < t.n; i++) {
 			assert(t.ids[i] < t.n_distinct);
-			assert(!t.sized || (t.chunk_bytes[i] > 0 && t.read_bytes[i] <= t.chunk_bytes[i]));
+			assert(!t.sized || (t.chunk_bytes[i] > 0 && t.read_bytes[i] <= t.chunk_bytes[i] &&
+					    t.visit[i] <= 1));
 		}
 		rc = sim_replay_tiers(&t, &cfg, &res);
 		assert(rc == TFS_OK);

@@ -46,7 +46,7 @@ Test(access_trace, records_replay_to_the_same_policy_keys)
 	snprintf(path, sizeof(path), "%s/t.txt", dir);
 	cr_assert_eq(access_trace_start(path, &t, err, sizeof(err)), TFS_OK, "%s", err);
 	for (size_t i = 0; i < n; i++)
-		access_trace_record(t, acc[i].key, acc[i].index, 4096 + i, 100 * i);
+		access_trace_record(t, acc[i].key, acc[i].index, 4096 + i, 100 * i, i % 3 != 1);
 	cr_expect_eq(access_trace_records(t), n);
 	cr_expect_eq(access_trace_stop(t), n);
 
@@ -62,6 +62,7 @@ Test(access_trace, records_replay_to_the_same_policy_keys)
 			     "access %zu (%s) replays to another key", i, acc[i].key);
 		cr_expect_eq(tr.chunk_bytes[i], 4096 + i);
 		cr_expect_eq(tr.read_bytes[i], 100 * i);
+		cr_expect_eq(tr.visit[i], i % 3 != 1, "access %zu: visit flag lost", i);
 	}
 	trace_release(&tr);
 }
@@ -94,7 +95,7 @@ Test(access_trace, a_full_disk_stops_recording_without_harm)
 	/* more than the 1 MiB buffer: stdio must hit the error */
 	for (int i = 0; i < 100000; i++)
 		access_trace_record(t, "some/fairly/long/object/key/for/the/trace.bin", (uint64_t)i,
-				    65536, 4096);
+				    65536, 4096, true);
 	cr_expect_gt(access_trace_dropped(t), 0, "a failed write went unnoticed");
 	cr_expect_lt(access_trace_records(t), 100000);
 	(void)access_trace_stop(t);

@@ -646,7 +646,8 @@ static bool read_checked(struct chunk_cache *cc, const struct store *s,
 	const unsigned char *p;
 	bool from_ram;
 
-	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len, random, &ref, &span,
+	cr_assert_eq(chunk_cache_read(cc, o, idx, off, len,
+				      (random ? CHUNK_READ_RANDOM : 0) | CHUNK_READ_VISIT, &ref, &span,
 				      (const void **)&p), TFS_OK);
 	for (size_t i = 0; i < len; i++)
 		cr_assert_eq(p[i], fake_byte(version_seed(s, o->etag), idx * cs + off + i),
@@ -780,6 +781,78 @@ Test(chunk_cache, a_chunk_fetched_ahead_and_read_counts_as_read)
 	chunk_cache_residency(cc, &a, &ram, &on_ssd);
 	cr_expect_eq(on_ssd, a.size, "a, read once, lost its place to c");
 	cr_expect_eq(s.fetches, 4, "x, a and c twice");
+	chunk_cache_free(cc);
+	ssd_tier_close(ssd);
+}
+
+/* Read [off, off + len) of chunk 0 of o as a reader would; the bytes
+ * must be the store's. */
+static void read_piece(struct chunk_cache *cc, struct store *s, const struct chunk_obj *o,
+		       size_t off, size_t len, unsigned how)
+{
+	struct chunk_ref *r = NULL;
+	const void *data;
+	void *span = NULL;
+
+	cr_assert_eq(chunk_cache_read(cc, o, 0, off, len, how, &r, &span, &data), TFS_OK);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(((const unsigned char *)data)[i],
+			     fake_byte(version_seed(s, o->etag), off + i),
+			     "byte %zu of the piece at %zu", i, off);
+	if (r)
+		chunk_ref_put(r);
+	free(span);
+}
+
+/* A reader's pass over chunk 0 of o in four pieces, the first its
+ * visit's, in the order the kernel may send them. */
+static void read_visit(struct chunk_cache *cc, struct store *s, const struct chunk_obj *o)
+{
+	static const size_t order[] = { 1, 0, 3, 2 };
+
+	for (size_t i = 0; i < 4; i++)
+		read_piece(cc, s, o, order[i] * (CS / 4), CS / 4, i == 0 ? CHUNK_READ_VISIT : 0);
+}
+
+/* The SSD tier's policy counts one access per visit of a chunk, whichever
+ * tier serves it: a pass in pieces is one, from the store, from RAM or
+ * from SSD, for a random reader too.  Counted reads, not visits, made a
+ * chunk read in eight pieces from SSD eight times as hot as one RAM
+ * served, and one RAM served never hotter than its first fetch: a dataset
+ * larger than the cache churned. */
+Test(chunk_cache, the_ssd_policy_counts_each_visit_once_wherever_it_is_served)
+{
+	char path[128], err[512];
+	struct ssd_tier *ssd = NULL;
+	struct store s;
+	struct chunk_cache *cc;
+	struct chunk_obj x = obj_n("x", 2);
+	struct chunk_id id = { x.key, x.cache_id, 0 };
+	struct chunk_cache_evicted ev = { 0 };
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	struct ssd_tier_config cfg = { .dir = path, .owner = "test bucket ", .capacity = 0,
+				       .min_free_pct = 0, .chunk_size = CS, .queue_max = 8,
+				       .policy = EVICT_TINYLFU };
+	cr_assert_eq(ssd_tier_open(&cfg, &ssd, err, sizeof(err)), TFS_OK, "%s", err);
+	store_init(&s, 13);
+	cc = cc_new(&s, ssd, 4);
+
+	read_visit(cc, &s, &x);   /* a miss, then RAM */
+	chunk_cache_flush(cc);
+	cr_assert_eq(ssd_tier_contains(ssd, &id), CS, "the chunk was not stored");
+	cr_expect_eq(ssd_tier_policy_count(ssd, &id), 1, "a fetch and its pieces");
+	read_visit(cc, &s, &x);   /* all from RAM */
+	cr_expect_eq(ssd_tier_policy_count(ssd, &id), 2, "a visit RAM served");
+	chunk_cache_evict(cc, &x, PIN_RAM, &ev);
+	read_visit(cc, &s, &x);   /* all from SSD */
+	cr_expect_eq(ssd_tier_policy_count(ssd, &id), 3, "a visit SSD served");
+	read_piece(cc, &s, &x, CS / 2, 4096, 0);   /* a later piece of it */
+	cr_expect_eq(ssd_tier_policy_count(ssd, &id), 3, "a later piece counted");
+	read_piece(cc, &s, &x, CS / 2, 4096, CHUNK_READ_RANDOM | CHUNK_READ_VISIT);
+	read_piece(cc, &s, &x, 100, 4096, CHUNK_READ_RANDOM);
+	cr_expect_eq(ssd_tier_policy_count(ssd, &id), 4, "a random reader's visit");
+	cr_expect_eq(s.fetches, 1);
 	chunk_cache_free(cc);
 	ssd_tier_close(ssd);
 }

@@ -11,6 +11,7 @@
 #include "fs/fs.h"
 #include "tiers/chunk_cache.h"
 #include "fs/scan.h"
+#include "sim/trace.h"
 
 #define SCAN_TRIGGER_FOR_TEST SCAN_TRIGGER
 
@@ -467,6 +468,54 @@ Test(fs, reads_cross_chunks_and_stop_at_eof)
 	/* 4 chunks exist; each fetched once despite overlapping reads */
 	cr_assert_eq(store->gets, 4);
 	fs_release(fs, f);
+}
+
+/* Read [off, off + size) through f, which must hold the object's bytes. */
+static void read_ok(struct fs_file *f, uint64_t off, size_t size)
+{
+	read_all_check(f, off, size, 10, size);
+}
+
+/* A visit, the unit the SSD tier's policy counts, is a handle's pass over
+ * a chunk: its reads of the chunk in any order until they add up to the
+ * chunk, or until the handle has gone on to two other chunks.  Told by
+ * the access trace, whose VISIT field is what fs_read handed the cache. */
+Test(fs, a_visit_is_a_handles_pass_over_a_chunk)
+{
+	static const unsigned char want[] = { 1, 0, 1, 0, 1, 1, 1, 1 };
+	char path[] = "/tmp/tierfs-visits-XXXXXX", err[256];
+	struct tfs_errinfo ei;
+	struct fs_file *f, *g;
+	struct trace tr;
+	uint64_t ino, records;
+	bool keep;
+	int fd;
+
+	fs = mount_fs("", 60000);
+	ino = lookup(FS_ROOT_INO, "big", TFS_OK);
+	cr_assert_geq(fd = mkstemp(path), 0);
+	close(fd);
+	cr_assert_eq(fs_trace_start(fs, path, err, sizeof(err)), TFS_OK, "%s", err);
+	cr_assert_eq(fs_open(fs, ino, &f, &keep), TFS_OK);
+	cr_assert_eq(fs_open(fs, ino, &g, &keep), TFS_OK);
+	read_ok(f, CS / 2, CS / 2);        /* chunk 0's second half first: a visit */
+	read_ok(f, 0, CS / 2);             /* its first half: the same visit */
+	read_ok(f, 0, 100);                /* the chunk read whole: a new one */
+	read_ok(f, CS - 10, 20);           /* 0: the same; 1: a visit */
+	read_ok(f, 2 * CS, 100);           /* 2: a visit */
+	read_ok(f, 200, 100);              /* 0 after two others: a visit */
+	read_ok(g, CS / 2, 10);            /* another handle's own visit */
+	fs_release(fs, f);
+	fs_release(fs, g);
+	cr_assert_eq(fs_trace_stop(fs, &records), TFS_OK);
+	cr_assert_eq(records, sizeof(want));
+	trace_init(&tr);
+	cr_assert_eq(trace_read_file(&tr, path, &ei), TFS_OK, "%s", ei.message);
+	unlink(path);
+	cr_assert_eq(tr.n, sizeof(want));
+	for (size_t i = 0; i < tr.n; i++)
+		cr_expect_eq(tr.visit[i], want[i], "access %zu: visit %d", i, tr.visit[i]);
+	trace_release(&tr);
 }
 
 /* ---- stale-if-error ---------------------------------------------------- */

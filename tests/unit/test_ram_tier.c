@@ -1097,43 +1097,6 @@ Test(ram_tier, a_fill_ahead_a_reader_waits_for_is_not_withdrawn)
 	ram_tier_free(t);
 }
 
-/* chunk_ref_first_read(): true once, for the first reader of a chunk a
- * fetch ahead filled (either kind), and never for a chunk a reader's miss
- * filled, nor again once the slot holds another chunk. */
-Test(ram_tier, the_first_read_of_a_chunk_fetched_ahead_is_told_once)
-{
-	struct ram_tier *t = ram_tier_new(4 * CS, CS, EVICT_LRU);
-	struct counter c = { 0 };
-	struct chunk_id a = { "k", "e", 0 }, b = { "k", "e", 1 }, r = { "k", "e", 2 };
-	struct chunk_ref *ref;
-	uint64_t bytes = 0;
-
-	cr_assert_not_null(t);
-	cr_assert_eq(tier_ahead(t, &a, CS, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_ahead_epoch(t, &b, CS, fill, &c, &ref), TFS_OK);
-	chunk_ref_put(ref);
-	cr_assert_eq(tier_get(t, &r, CS, fill, &c, &ref), TFS_OK);
-	cr_expect(!chunk_ref_first_read(ref), "a reader's own miss was told as a first read");
-	chunk_ref_put(ref);
-	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(tier_get(t, &a, CS, fill, &c, &ref), TFS_OK);
-		cr_expect_eq(chunk_ref_first_read(ref), i == 0, "read %d of a chunk read ahead", i);
-		chunk_ref_put(ref);
-		cr_assert_eq(tier_get(t, &b, CS, fill, &c, &ref), TFS_OK);
-		cr_expect_eq(chunk_ref_first_read(ref), i == 0, "read %d of a chunk fetched ahead "
-			     "for an epoch", i);
-		chunk_ref_put(ref);
-	}
-	cr_expect_eq(c.fills, 3);
-	/* its slot reused by a reader's miss: nothing left to tell */
-	cr_assert_eq(ram_tier_evict(t, &a, &bytes), RAM_EVICT_DONE);
-	cr_assert_eq(tier_get(t, &a, CS, fill, &c, &ref), TFS_OK);
-	cr_expect(!chunk_ref_first_read(ref));
-	chunk_ref_put(ref);
-	ram_tier_free(t);
-}
-
 /* An epoch's fetch ahead leaves room for a reader's next two chunks, as
  * large as the largest a reader has missed on: the fetches ahead not read
  * yet stay within the tier less that room, even when chunks read through

@@ -197,7 +197,7 @@ Test(sim_tiers, two_tiers_by_hand)
 	trace_init(&t);
 	t.sized = true;
 	for (size_t i = 0; i < 6; i++)
-		cr_assert_eq(trace_push_sized(&t, keys[i], 64 * 1024, 4096), TFS_OK);
+		cr_assert_eq(trace_push_sized(&t, keys[i], 64 * 1024, 4096, true), TFS_OK);
 	cr_assert_eq(trace_push(&t, 9), TFS_E_INVAL, "an unsized push into a sized trace");
 	cr_assert_eq(trace_finish(&t), TFS_OK);
 	t.warm_from = 1;

@@ -425,26 +425,27 @@ Test(ssd_tier, a_bad_block_fails_only_reads_of_it)
 	chunk_path(&a, path, sizeof(path));
 	corrupt_byte(path, (off_t)(2 * SSD_BLOCK + 17));   /* block 2 of chunk 0 */
 	/* block 0, and a range across blocks 0 and 1: read and checked alone */
-	cr_assert_eq(ssd_tier_read_range(t, &a, big, 100, 10, buf, &so, &sl), TFS_OK);
+	cr_assert_eq(ssd_tier_read_range(t, &a, big, 100, 10, buf, &so, &sl, true), TFS_OK);
 	cr_expect_eq(so, 0);
 	cr_expect_eq(sl, SSD_BLOCK);
-	cr_assert_eq(ssd_tier_read_range(t, &a, big, SSD_BLOCK - 5, 10, buf, &so, &sl), TFS_OK);
+	cr_assert_eq(ssd_tier_read_range(t, &a, big, SSD_BLOCK - 5, 10, buf, &so, &sl, true),
+		     TFS_OK);
 	cr_expect_eq(sl, 2 * SSD_BLOCK);
 	for (size_t i = 0; i < sl; i++)
 		cr_assert_eq(buf[i], pattern(&a, so + i));
 	/* block 2: a counted miss */
-	cr_assert_eq(ssd_tier_read_range(t, &a, big, 2 * SSD_BLOCK + 1, 1, buf, &so, &sl),
+	cr_assert_eq(ssd_tier_read_range(t, &a, big, 2 * SSD_BLOCK + 1, 1, buf, &so, &sl, true),
 		     TFS_MISS);
 	cr_expect_eq(stats(t).checksum_failures, 1);
 	/* the chunk is dropped; the other one hits */
-	cr_expect_eq(ssd_tier_read_range(t, &a, big, 0, 1, buf, &so, &sl), TFS_MISS);
-	cr_assert_eq(ssd_tier_read_range(t, &b, big, 3 * SSD_BLOCK, SSD_BLOCK, buf, &so, &sl),
+	cr_expect_eq(ssd_tier_read_range(t, &a, big, 0, 1, buf, &so, &sl, true), TFS_MISS);
+	cr_assert_eq(ssd_tier_read_range(t, &b, big, 3 * SSD_BLOCK, SSD_BLOCK, buf, &so, &sl, true),
 		     TFS_OK);
 	for (size_t i = 0; i < sl; i++)
 		cr_assert_eq(buf[i], pattern(&b, so + i));
 	cr_expect_eq(stats(t).checksum_failures, 1);
 	/* asked for a version of another length: a plain miss */
-	cr_expect_eq(ssd_tier_read_range(t, &b, big - 1, 0, 1, buf, &so, &sl), TFS_MISS);
+	cr_expect_eq(ssd_tier_read_range(t, &b, big - 1, 0, 1, buf, &so, &sl, true), TFS_MISS);
 	ssd_tier_close(t);
 	free(buf);
 }

@@ -119,6 +119,31 @@ Test(trace_reader, malformed_line_names_its_number)
 	}
 }
 
+/* Read text, a sized trace of n accesses. */
+static void read_sized(struct trace *t, const char *text, size_t n)
+{
+	struct tfs_errinfo ei;
+
+	tfs_errinfo_clear(&ei);
+	cr_assert_eq(read_text(t, text, &ei), TFS_OK, "%s", ei.message);
+	cr_assert(t->sized);
+	cr_assert_eq(t->n, n);
+}
+
+/* Each of the n texts is refused for its line 4, nothing kept. */
+static void refused_at_line_4(const char *const *bad, size_t n)
+{
+	struct tfs_errinfo ei;
+	struct trace t;
+
+	for (size_t i = 0; i < n; i++) {
+		tfs_errinfo_clear(&ei);
+		cr_assert_eq(read_text(&t, bad[i], &ei), TFS_E_INVAL, "case %zu", i);
+		cr_assert_not_null(strstr(ei.message, "line 4"), "case %zu: '%s'", i, ei.message);
+		cr_assert_null(t.chunk_bytes);
+	}
+}
+
 /* The daemon's trace: a header, then CHUNK_BYTES READ_BYTES and an
  * access of any of the three kinds; malformed sizes name their line. */
 Test(trace_reader, sized_trace_after_its_header)
@@ -139,10 +164,7 @@ Test(trace_reader, sized_trace_after_its_header)
 	struct trace t;
 	struct tfs_errinfo ei;
 
-	tfs_errinfo_clear(&ei);
-	cr_assert_eq(read_text(&t, text, &ei), TFS_OK, "%s", ei.message);
-	cr_assert(t.sized);
-	cr_assert_eq(t.n, 3);
+	read_sized(&t, text, 3);
 	cr_expect_eq(t.keys[0], trace_chunk_key("data/a b.bin", 12, 3));
 	cr_expect_eq(t.keys[1], 42);
 	cr_expect_eq(t.keys[2], 17);
@@ -158,12 +180,41 @@ Test(trace_reader, sized_trace_after_its_header)
 	cr_expect_eq(t.keys[0], trace_chunk_key("65536 4096 data/a", 17, 3));
 	trace_release(&t);
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		tfs_errinfo_clear(&ei);
-		cr_assert_eq(read_text(&t, bad[i], &ei), TFS_E_INVAL, "case %zu", i);
-		cr_assert_not_null(strstr(ei.message, "line 4"), "case %zu: '%s'", i, ei.message);
-		cr_assert_null(t.chunk_bytes);
-	}
+	refused_at_line_4(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* Version 3 adds VISIT (0 or 1) after READ_BYTES: which accesses begin a
+ * visit of their chunk; version 2's are all visits. */
+Test(trace_reader, version_3_says_which_access_is_a_visit)
+{
+	static const char text[] =
+		"# tierfs trace 3: CHUNK_BYTES READ_BYTES VISIT OBJECT_KEY CHUNK_INDEX\n"
+		"65536 4096 1 data/1 b.bin 3\n"
+		"65536 4096 0 data/1 b.bin 3\n"
+		"100000 100000 1 0x2a\n";
+	static const char *const bad[] = {
+		TRACE_HEADER_3 "\n1 1 1 a 0\n2 2 0 b 0\n3 3 2 c 1\n",   /* VISIT 2 */
+		TRACE_HEADER_3 "\n1 1 1 a 0\n2 2 0 b 0\n3 3 c 1\n",     /* no VISIT */
+		TRACE_HEADER_3 "\n1 1 1 a 0\n2 2 0 b 0\n3 3 1\n",       /* no access */
+	};
+	struct trace t;
+	struct tfs_errinfo ei;
+
+	read_sized(&t, text, 3);
+	cr_expect_eq(t.keys[0], trace_chunk_key("data/1 b.bin", 12, 3));
+	cr_expect_eq(t.keys[1], t.keys[0]);
+	cr_expect_eq(t.keys[2], 42);
+	cr_expect_eq(t.visit[0], 1);
+	cr_expect_eq(t.visit[1], 0);
+	cr_expect_eq(t.visit[2], 1);
+	trace_release(&t);
+
+	cr_assert_eq(read_text(&t, TRACE_HEADER_2 "\n1 1 0 a 0\n", &ei), TFS_OK);
+	cr_expect_eq(t.keys[0], trace_chunk_key("0 a", 3, 0), "version 2 has no VISIT");
+	cr_expect_eq(t.visit[0], 1);
+	trace_release(&t);
+
+	refused_at_line_4(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 Test(trace_reader, overlong_line_rejected)
